@@ -1,0 +1,147 @@
+"""Every setting of a PLNLP experiment, with the checks that refuse
+impossible ones before any work starts."""
+import dataclasses
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from plnlp_core.datasets import DATASETS, DatasetInfo
+from plnlp_core.errors import PLNLPError
+from plnlp_core.losses import LOSSES, WEIGHTED_LOSSES
+from plnlp_core.nn import ENCODERS, NODE_INPUTS, PREDICTORS
+from plnlp_core.sampling import SAMPLERS
+
+WALK_STARTS = ("all", "train_endpoints")
+
+
+@dataclass(frozen=True)
+class PLNLPConfig:
+    """The resolved settings of one experiment; see the README for each."""
+
+    dataset: str = "ddi"
+    # encoder (§4.1)
+    encoder: str = "sage"
+    node_input: str = "embedding"
+    embedding_dim: int = 256
+    hidden_channels: int = 256
+    encoder_layers: int = 2
+    dropout: float = 0.0
+    # predictor (§4.2)
+    predictor: str = "dot"
+    predictor_hidden: int = 256
+    predictor_layers: int = 2
+    predictor_dropout: float = 0.0
+    force_symmetric_predictor: bool = False
+    # objective (§4.3)
+    loss: str = "auc"
+    l2: float = 0.0
+    # negative sampling (§4.4)
+    sampler: str = "global"
+    num_neg: int = 1
+    degree_power: float = 0.0
+    # random-walk augmentation (§4.5); walk_length 0 turns it off
+    walk_length: int = 0
+    walk_starts: str = "all"
+    # graph and training edges
+    valid_as_input: bool = False
+    min_train_year: int | None = None
+    # optimisation and evaluation
+    lr: float = 0.001
+    epochs: int = 100
+    batch_size: int = 65536
+    eval_every: int = 1
+    eval_batch_size: int = 262144
+    seed: int = 0
+
+    @classmethod
+    def from_mapping(cls, settings: Mapping[str, object]) -> "PLNLPConfig":
+        """Builds a config from plain values, refusing unknown keys and
+        values of the wrong type."""
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        hints = typing.get_type_hints(cls)
+        for key, value in settings.items():
+            if key not in fields:
+                raise PLNLPError(
+                    f"unknown setting {key!r}; valid settings are: {', '.join(fields)}."
+                )
+            _check_type(key, value, hints[key])
+        values = {k: float(v) if hints[k] is float else v for k, v in settings.items()}
+        return cls(**values)
+
+    def replace(self, **changes: object) -> "PLNLPConfig":
+        return type(self).from_mapping({**dataclasses.asdict(self), **changes})
+
+    def to_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+    @property
+    def uses_random_walk(self) -> bool:
+        return self.walk_length > 0
+
+    def validate(self) -> DatasetInfo:
+        """Refuses impossible settings with one sentence; returns the
+        dataset's description."""
+        info = DATASETS.get(self.dataset)
+        ENCODERS.get(self.encoder)
+        PREDICTORS.get(self.predictor)
+        LOSSES.get(self.loss)
+        SAMPLERS.get(self.sampler)
+        _check_choice("node_input", self.node_input, NODE_INPUTS)
+        _check_choice("walk_starts", self.walk_starts, WALK_STARTS)
+        for key in ("embedding_dim", "hidden_channels", "encoder_layers", "predictor_hidden",
+                    "predictor_layers", "num_neg", "epochs", "batch_size", "eval_every",
+                    "eval_batch_size"):
+            if getattr(self, key) < 1:
+                raise PLNLPError(f"{key} must be at least 1, got {getattr(self, key)}.")
+        for key in ("dropout", "predictor_dropout"):
+            if not 0.0 <= getattr(self, key) < 1.0:
+                raise PLNLPError(f"{key} must be in [0, 1), got {getattr(self, key)}.")
+        for key in ("lr", "l2"):
+            if getattr(self, key) < 0 or (key == "lr" and self.lr == 0):
+                raise PLNLPError(f"{key} must be positive, got {getattr(self, key)}.")
+        if self.walk_length < 0:
+            raise PLNLPError(f"walk_length must be 0 (off) or positive, got {self.walk_length}.")
+        self._validate_against(info)
+        return info
+
+    def _validate_against(self, info: DatasetInfo) -> None:
+        if self.node_input != "embedding" and info.feature_dim == 0:
+            raise PLNLPError(
+                f"node_input {self.node_input!r} needs node features, and {info.name} has "
+                "none; set node_input=embedding."
+            )
+        predictor = PREDICTORS.get(self.predictor)
+        if info.directed and predictor.symmetric and not self.force_symmetric_predictor:
+            raise PLNLPError(
+                f"predictor {self.predictor!r} is symmetric but {info.name} is directed; use "
+                "bilinear or mlp_concat, or set force_symmetric_predictor=true."
+            )
+        if self.loss in WEIGHTED_LOSSES and not (self.uses_random_walk or info.edge_weights):
+            raise PLNLPError(
+                f"loss {self.loss!r} needs a weight per positive pair, and {info.name} has no "
+                "edge weights; set walk_length to a positive length to add random-walk pairs."
+            )
+        if self.min_train_year is not None and not info.edge_years:
+            raise PLNLPError(
+                f"min_train_year filters edges by year, and {info.name} has no edge years; "
+                "remove the setting."
+            )
+
+
+def _check_choice(key: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise PLNLPError(f"unknown {key} {value!r}; choose one of: {', '.join(choices)}.")
+
+
+def _check_type(key: str, value: object, hint: object) -> None:
+    allowed = typing.get_args(hint) or (hint,)
+    if float in allowed:
+        allowed = (*allowed, int)
+    ok = any(
+        value is None if t is type(None) else isinstance(value, t) and not (
+            isinstance(value, bool) and t is not bool)
+        for t in allowed
+    )
+    if not ok:
+        names = " or ".join("null" if t is type(None) else t.__name__ for t in allowed)
+        raise PLNLPError(f"setting {key} must be {names}, got {value!r}.")

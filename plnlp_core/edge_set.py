@@ -1,0 +1,40 @@
+"""Constant-time-ish membership tests for node pairs."""
+import torch
+from torch import Tensor
+
+
+class EdgeSet:
+    r"""The set of training edges, queried by negative samplers so they never
+    return a known edge. Pairs are encoded as :math:`u \cdot N + v` and kept
+    sorted; a query is one :func:`torch.searchsorted`.
+
+    Args:
+        edges (Tensor): Edges, shape ``[E, 2]``.
+        num_nodes (int): Number of nodes :math:`N`.
+        undirected (bool): Whether :math:`(u, v)` also means :math:`(v, u)`.
+    """
+
+    def __init__(self, edges: Tensor, num_nodes: int, undirected: bool) -> None:
+        self.num_nodes = num_nodes
+        self.undirected = undirected
+        keys = self._encode(edges)
+        if undirected:
+            keys = torch.cat([keys, self._encode(edges.flip(-1))])
+        self.keys = torch.unique(keys)
+
+    def _encode(self, pairs: Tensor) -> Tensor:
+        return pairs[:, 0].long() * self.num_nodes + pairs[:, 1].long()
+
+    def contains(self, pairs: Tensor) -> Tensor:
+        """A bool mask, shape ``[len(pairs)]``: which pairs are edges."""
+        keys = self._encode(pairs)
+        if self.keys.numel() == 0:
+            return torch.zeros_like(keys, dtype=torch.bool)
+        pos = torch.searchsorted(self.keys, keys).clamp(max=self.keys.numel() - 1)
+        return self.keys[pos] == keys
+
+    def __len__(self) -> int:
+        return self.keys.numel()
+
+    def __repr__(self) -> str:
+        return f"EdgeSet(num_nodes={self.num_nodes}, pairs={len(self)})"

@@ -1,0 +1,36 @@
+r"""Pairwise ranking objectives (paper §4.3) and the classification baseline.
+
+Every loss takes the scores of ``m`` positive pairs ``pos`` (shape ``[m]``),
+the scores of the negatives each positive is ranked against ``neg`` (shape
+``[m, num_neg]``) and an optional per-positive weight (shape ``[m]``), and
+returns a **sum** over pairs, so that a batch split across workers adds up to
+the loss of the whole batch.
+"""
+from collections.abc import Callable
+
+from torch import Tensor
+
+from plnlp_core.registry import Registry
+
+LossFn = Callable[[Tensor, Tensor, Tensor | None], Tensor]
+
+LOSSES: Registry[LossFn] = Registry("loss")
+
+from plnlp_core.losses.auc import auc_loss  # noqa: E402
+from plnlp_core.losses.cross_entropy import cross_entropy_loss  # noqa: E402
+from plnlp_core.losses.hinge_auc import hinge_auc_loss  # noqa: E402
+from plnlp_core.losses.log_rank import log_rank_loss  # noqa: E402
+from plnlp_core.losses.weighted_hinge_auc import weighted_hinge_auc_loss  # noqa: E402
+
+WEIGHTED_LOSSES = frozenset({"weighted_hinge_auc"})
+
+__all__ = [
+    "LOSSES",
+    "WEIGHTED_LOSSES",
+    "LossFn",
+    "auc_loss",
+    "cross_entropy_loss",
+    "hinge_auc_loss",
+    "log_rank_loss",
+    "weighted_hinge_auc_loss",
+]

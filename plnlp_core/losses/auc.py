@@ -1,0 +1,20 @@
+from torch import Tensor
+
+from plnlp_core.losses import LOSSES
+
+
+@LOSSES.register("auc")
+def auc_loss(pos: Tensor, neg: Tensor, weight: Tensor | None = None) -> Tensor:
+    r"""The square loss surrogate of AUC (paper Eq. 7):
+
+    .. math::
+        \mathcal{L} = \sum_{(i,j) \in E^+} \sum_{(i,k) \in E^-}
+        \left(1 - s_{ij} + s_{ik}\right)^2
+
+    Args:
+        pos (Tensor): Positive scores, shape ``[m]``.
+        neg (Tensor): Negative scores, shape ``[m, num_neg]``.
+        weight (Tensor, optional): Ignored; only
+            :func:`weighted_hinge_auc_loss` uses weights.
+    """
+    return (1 - pos.unsqueeze(-1) + neg).square().sum()

@@ -1,0 +1,68 @@
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch_geometric.nn import GATConv, GCNConv, SAGEConv
+
+from plnlp_core.registry import Registry
+
+ENCODERS: Registry[type[nn.Module] | None] = Registry("encoder")
+ENCODERS.register("sage")(SAGEConv)
+ENCODERS.register("gcn")(GCNConv)
+ENCODERS.register("gat")(GATConv)
+ENCODERS.register("none")(None)
+
+
+class GNNEncoder(nn.Module):
+    r"""The node-level neighborhood encoder (paper §4.1, Eq. 4): a stack of
+    message-passing layers over the training graph,
+
+    .. math::
+        \mathbf{h}^{(l)}_i = \sigma\left(\mathrm{CONV}^{(l)}\left(
+        \mathbf{h}^{(l-1)}_i, \{\mathbf{h}^{(l-1)}_j : j \in \mathcal{N}(i)\}
+        \right)\right),
+
+    with ReLU and dropout between layers and none after the last. The
+    ``"none"`` encoder returns its input, which makes the model matrix
+    factorisation over the node input.
+
+    Args:
+        name (str): ``"sage"`` (mean aggregation), ``"gcn"`` (symmetric
+            normalisation with self-loops), ``"gat"`` or ``"none"``.
+        in_channels (int): Size of the node input.
+        hidden_channels (int): Size of every layer's output.
+        num_layers (int): Number of layers.
+        dropout (float): Dropout between layers. (default: ``0.0``)
+
+    Shapes:
+        - **input:** node input :math:`(N, F)`, adjacency :math:`(N, N)`
+          (sparse, or an ``edge_index`` of shape :math:`(2, E)`)
+        - **output:** :math:`(N, C)` with :math:`C` = :attr:`out_channels`
+    """
+
+    def __init__(
+        self, name: str, in_channels: int, hidden_channels: int, num_layers: int,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.name = name
+        self.dropout = dropout
+        conv = ENCODERS.get(name)
+        self.convs = nn.ModuleList()
+        if conv is not None:
+            sizes = [in_channels] + [hidden_channels] * num_layers
+            self.convs.extend(conv(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+        self.out_channels = hidden_channels if self.convs else in_channels
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for conv in self.convs:
+            conv.reset_parameters()
+
+    def forward(self, x: Tensor, adj: Tensor) -> Tensor:
+        for i, conv in enumerate(self.convs):
+            if i > 0:
+                x = F.dropout(x.relu(), p=self.dropout, training=self.training)
+            x = conv(x, adj)
+        return x
+
+    def __repr__(self) -> str:
+        return f"GNNEncoder({self.name}, layers={len(self.convs)}, out_channels={self.out_channels})"

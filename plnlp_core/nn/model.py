@@ -1,0 +1,50 @@
+from torch import Tensor, nn
+
+from plnlp_core.nn.encoder import GNNEncoder
+from plnlp_core.nn.node_input import NodeInput
+from plnlp_core.nn.predictors import PREDICTORS
+
+
+class PLNLPModel(nn.Module):
+    r"""A neural link predictor (paper §3, Eq. 3): a neighborhood encoder
+    over the node input and a link predictor over pairs of encoded nodes,
+
+    .. math::
+        s_{ij} = f\left(\mathrm{ENC}(v_i), \mathrm{ENC}(v_j)\right).
+
+    Args:
+        node_input (NodeInput): Builds :math:`\mathbf{h}^{(0)}`.
+        encoder (GNNEncoder): The neighborhood encoder.
+        predictor (str): A name in :data:`PREDICTORS`.
+        predictor_hidden (int): Hidden size of MLP predictors.
+        predictor_layers (int): Layers of MLP predictors.
+        predictor_dropout (float): Dropout of MLP predictors.
+
+    Shapes:
+        - **input:** node features :math:`(N, F)` or ``None``, adjacency
+          :math:`(N, N)`, pairs :math:`(M, 2)`
+        - **output:** scores :math:`(M)`
+    """
+
+    def __init__(
+        self, node_input: NodeInput, encoder: GNNEncoder, predictor: str,
+        predictor_hidden: int, predictor_layers: int, predictor_dropout: float,
+    ) -> None:
+        super().__init__()
+        self.node_input = node_input
+        self.encoder = encoder
+        self.predictor = PREDICTORS.get(predictor)(
+            encoder.out_channels, hidden_channels=predictor_hidden,
+            num_layers=predictor_layers, dropout=predictor_dropout,
+        )
+
+    def encode(self, x: Tensor | None, adj: Tensor) -> Tensor:
+        """Node vectors :math:`\\mathbf{h}`, shape ``[N, C]``."""
+        return self.encoder(self.node_input(x), adj)
+
+    def score(self, h: Tensor, pairs: Tensor) -> Tensor:
+        """Scores of ``pairs`` (shape ``[M, 2]``) from node vectors ``h``."""
+        return self.predictor(h[pairs[:, 0]], h[pairs[:, 1]])
+
+    def forward(self, x: Tensor | None, adj: Tensor, pairs: Tensor) -> Tensor:
+        return self.score(self.encode(x, adj), pairs)

@@ -1,0 +1,38 @@
+from torch import Tensor, nn
+
+from plnlp_core.nn.predictors import PREDICTORS
+
+
+@PREDICTORS.register("bilinear")
+class BilinearPredictor(nn.Module):
+    r"""The bilinear predictor (paper §4.2, directed),
+
+    .. math::
+        s_{ij} = \mathbf{h}_i^\top \mathbf{W} \mathbf{h}_j,
+
+    with a learned, unconstrained :math:`\mathbf{W}`.
+
+    Args:
+        in_channels (int): Size of the node vectors.
+        **kwargs: Settings other predictors take; ignored.
+
+    Shapes:
+        - **input:** :math:`(M, C)`, :math:`(M, C)`
+        - **output:** :math:`(M)`
+    """
+
+    symmetric = False
+
+    def __init__(self, in_channels: int, **kwargs: object) -> None:
+        super().__init__()
+        self.bilinear = nn.Bilinear(in_channels, in_channels, 1, bias=False)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        self.bilinear.reset_parameters()
+
+    def forward(self, h_src: Tensor, h_dst: Tensor) -> Tensor:
+        return self.bilinear(h_src, h_dst).squeeze(-1)
+
+    def __repr__(self) -> str:
+        return f"BilinearPredictor({self.bilinear.in1_features})"

@@ -1,0 +1,46 @@
+"""Name-to-implementation tables, one per kind (encoder, predictor, loss, sampler)."""
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from plnlp_core.errors import PLNLPError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Maps the names a config uses (``"sage"``, ``"auc"``) to implementations.
+
+    Args:
+        kind (str): What the table holds, used in error messages
+            (``"encoder"``).
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, T] = {}
+
+    def register(self, name: str) -> Callable[[T], T]:
+        def add(entry: T) -> T:
+            if name in self._entries:
+                raise KeyError(f"{self.kind} {name!r} is registered twice")
+            self._entries[name] = entry
+            return entry
+
+        return add
+
+    def get(self, name: str) -> T:
+        if name not in self._entries:
+            raise PLNLPError(
+                f"unknown {self.kind} {name!r}; choose one of: {', '.join(self.names)}."
+            )
+        return self._entries[name]
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}, {self.names})"
