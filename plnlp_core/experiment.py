@@ -121,7 +121,8 @@ def fit(
         if rank == 0 and (epoch % config.eval_every == 0 or epoch == config.epochs):
             epoch_result.metrics = evaluate(core, split.info, x, adj, eval_splits,
                                             config.eval_batch_size)
-            if not result.best_metrics or epoch_result.metrics[main_key] > result.best_metrics[main_key]:
+            best = result.best_metrics.get(main_key, float("-inf"))
+            if epoch_result.metrics[main_key] > best:
                 epoch_result.best_state = copy.deepcopy(core.state_dict())
                 result.best_epoch, result.best_metrics = epoch, epoch_result.metrics
                 result.best_state = epoch_result.best_state

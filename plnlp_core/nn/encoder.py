@@ -49,7 +49,7 @@ class GNNEncoder(nn.Module):
         self.convs = nn.ModuleList()
         if conv is not None:
             sizes = [in_channels] + [hidden_channels] * num_layers
-            self.convs.extend(conv(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+            self.convs.extend(conv(a, b) for a, b in zip(sizes[:-1], sizes[1:], strict=True))
         self.out_channels = hidden_channels if self.convs else in_channels
         self.reset_parameters()
 
@@ -65,4 +65,5 @@ class GNNEncoder(nn.Module):
         return x
 
     def __repr__(self) -> str:
-        return f"GNNEncoder({self.name}, layers={len(self.convs)}, out_channels={self.out_channels})"
+        return (f"GNNEncoder({self.name}, layers={len(self.convs)}, "
+                f"out_channels={self.out_channels})")

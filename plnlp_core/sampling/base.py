@@ -22,7 +22,9 @@ class NegativeSampler:
         self.max_rounds = max_rounds
 
     @classmethod
-    def from_graph(cls, edge_set: EdgeSet, degree: Tensor, degree_power: float) -> "NegativeSampler":
+    def from_graph(
+        cls, edge_set: EdgeSet, degree: Tensor, degree_power: float,
+    ) -> "NegativeSampler":
         """Builds the sampler from what any sampler may need of the graph."""
         return cls(edge_set)
 

@@ -1,0 +1,45 @@
+"""Stage ``augment``: random-walk positive pairs (paper §4.5) as Parquet,
+walked by Ray tasks in parallel over chunks of start nodes."""
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import ray
+import torch
+from torch import Tensor
+
+from components.artifacts import DatasetArtifact, WalkArtifact, atomic_directory
+from components.parquet_io import pairs_table, read_split
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.experiment import input_edges
+from plnlp_core.graph import build_adjacency
+from plnlp_core.random_walk import random_walk_pairs, walk_starts
+
+
+@ray.remote(num_cpus=1)
+def _walk_chunk(
+    rowptr: Tensor, col: Tensor, starts: Tensor, walk_length: int, seed: int, part: Path,
+) -> int:
+    n = rowptr.numel() - 1
+    adj = torch.sparse_csr_tensor(rowptr, col, torch.ones(col.numel()), (n, n))
+    generator = torch.Generator().manual_seed(seed)
+    pairs, weights = random_walk_pairs(adj, starts, walk_length, generator)
+    pq.write_table(pairs_table(pairs, weight=weights), part)
+    return pairs.size(0)
+
+
+def augment(dataset: DatasetArtifact, config: PLNLPConfig, out_dir: str,
+            num_chunks: int = 8) -> WalkArtifact:
+    """Walks ``config.walk_length`` steps from each start node of the graph
+    training uses and writes the pairs and their ``1/s`` weights."""
+    split = read_split(Path(dataset.directory))
+    edges, _ = input_edges(split, config)
+    adj, _ = build_adjacency(edges, split.num_nodes)
+    rowptr, col = ray.put(adj.crow_indices()), ray.put(adj.col_indices())
+    starts = walk_starts(config.walk_starts, split.num_nodes, edges)
+    with atomic_directory(Path(out_dir)) as scratch:
+        counts = ray.get([
+            _walk_chunk.remote(rowptr, col, chunk, config.walk_length,
+                               config.seed * 100_003 + i, scratch / f"part-{i:04d}.parquet")
+            for i, chunk in enumerate(starts.tensor_split(num_chunks))
+        ])
+    return WalkArtifact(out_dir, sum(counts))

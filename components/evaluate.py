@@ -1,0 +1,28 @@
+"""Stage ``evaluate``: OGB's Evaluator on the best checkpoint."""
+from pathlib import Path
+
+import ray
+import torch
+
+from components.artifacts import DatasetArtifact, TrainArtifact
+from components.parquet_io import read_split
+from components.train import CHECKPOINT_FILE
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.evaluation import evaluate
+from plnlp_core.experiment import build_model, build_training_graph
+
+
+@ray.remote(num_cpus=1)
+def evaluate_checkpoint(
+    dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig,
+) -> dict[str, float]:
+    """Validation and test metrics of the best checkpoint, keyed
+    ``final_<split>_<metric>`` (e.g. ``final_test_hits_20``)."""
+    split = read_split(Path(dataset.directory))
+    graph = build_training_graph(split, config)
+    model = build_model(config, split.info, split.num_nodes)
+    state = torch.load(Path(trained.checkpoint_dir) / CHECKPOINT_FILE, weights_only=True)
+    model.load_state_dict(state)
+    splits = {"valid": (split.valid_pos, split.valid_neg), "test": (split.test_pos, split.test_neg)}
+    metrics = evaluate(model, split.info, split.x, graph.adj, splits, config.eval_batch_size)
+    return {f"final_{key}": value for key, value in metrics.items()}

@@ -1,0 +1,155 @@
+"""Stage ``train``: Ray Train's ``TorchTrainer`` runs PLNLP on N workers
+(DDP); each worker ranks its shard of the positive pairs."""
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import ray
+import ray.train
+import ray.train.torch
+import torch
+import torch.distributed as dist
+from mlflow.entities import Metric
+from mlflow.tracking import MlflowClient
+
+from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
+from components.parquet_io import pairs_table, read_split
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.experiment import EpochResult, build_model, build_training_graph, fit
+
+CHECKPOINT_FILE = "model.pt"
+BEST_FILE = "best.json"
+
+
+def positives_dataset(
+    dataset: DatasetArtifact, walks: WalkArtifact | None, config: PLNLPConfig,
+) -> ray.data.Dataset:
+    """The positive pairs (observed edges, plus random-walk pairs) and their
+    weights, as the Ray Dataset Train shards across workers."""
+    split = read_split(Path(dataset.directory))
+    walk_pairs = walk_weights = None
+    if walks is not None:
+        table = pq.read_table(walks.directory)
+        walk_pairs = torch.stack([torch.from_numpy(table.column(c).to_numpy())
+                                  for c in ("src", "dst")], dim=-1)
+        walk_weights = torch.from_numpy(table.column("weight").to_numpy())
+    graph = build_training_graph(split, config, walk_pairs, walk_weights)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    return ray.data.from_arrow(pairs_table(graph.positives, weight=graph.weights))
+
+
+def train(
+    dataset: DatasetArtifact, walks: WalkArtifact | None, config: PLNLPConfig,
+    work_dir: str, num_workers: int = 1, use_gpu: bool = False,
+    tracking_uri: str | None = None, run_id: str | None = None,
+) -> TrainArtifact:
+    """Trains with ``num_workers`` DDP workers and returns the checkpoint of
+    the best validation epoch. With ``run_id``, rank 0 logs every epoch's
+    metrics to that MLflow run."""
+    trainer = ray.train.torch.TorchTrainer(
+        train_worker,
+        train_loop_config={
+            "config": config.to_dict(), "dataset_dir": dataset.directory,
+            "tracking_uri": tracking_uri, "run_id": run_id,
+        },
+        scaling_config=ray.train.ScalingConfig(num_workers=num_workers, use_gpu=use_gpu),
+        run_config=ray.train.RunConfig(
+            name=f"plnlp-{config.dataset}-{run_id or 'run'}",
+            storage_path=str(Path(work_dir).resolve() / "ray_results"),
+            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
+        ),
+        datasets={"positives": positives_dataset(dataset, walks, config)},
+    )
+    result = trainer.fit()
+    checkpoint_dir = result.checkpoint.path
+    best = json.loads((Path(checkpoint_dir) / BEST_FILE).read_text())
+    return TrainArtifact(checkpoint_dir, best["epoch"], best["metrics"], result.return_value)
+
+
+def train_worker(loop_config: dict) -> list[dict[str, float]]:
+    """Ray Train's per-worker function: everything it needs arrives in
+    ``loop_config`` and the ``positives`` dataset shard."""
+    config = PLNLPConfig.from_mapping(loop_config["config"])
+    context = ray.train.get_context()
+    rank, world_size = context.get_world_rank(), context.get_world_size()
+    split = read_split(Path(loop_config["dataset_dir"]))
+    graph = build_training_graph(split, config)
+    graph.positives, graph.weights = _read_shard(ray.train.get_dataset_shard("positives"))
+    torch.manual_seed(config.seed)
+    model = ray.train.torch.prepare_model(build_model(config, split.info, split.num_nodes))
+    reporter = EpochReporter(config, split.info.main_metric_key, rank, world_size,
+                             loop_config["tracking_uri"], loop_config["run_id"])
+    fit(model, config, split, graph, world_size, rank, on_epoch=reporter)
+    return reporter.history
+
+
+def _read_shard(shard: ray.data.DataIterator) -> tuple[torch.Tensor, torch.Tensor | None]:
+    batches = list(shard.iter_batches(batch_size=1 << 20, batch_format="numpy"))
+    src, dst = (np.concatenate([b[c] for b in batches]) for c in ("src", "dst"))
+    pairs = torch.from_numpy(np.stack([src, dst], axis=-1)).long()
+    if "weight" not in batches[0]:
+        return pairs, None
+    return pairs, torch.from_numpy(np.concatenate([b["weight"] for b in batches])).float()
+
+
+class EpochReporter:
+    """Called after every epoch on every worker: reports to Ray Train (a
+    barrier), and on rank 0 prints one progress line, logs to MLflow and
+    attaches the checkpoint when validation improved."""
+
+    def __init__(
+        self, config: PLNLPConfig, main_metric: str, rank: int, world_size: int,
+        tracking_uri: str | None, run_id: str | None,
+    ) -> None:
+        self.config = config
+        self.main_metric = main_metric
+        self.rank = rank
+        self.world_size = world_size
+        self.run_id = run_id
+        self.client = MlflowClient(tracking_uri) if run_id and rank == 0 else None
+        self.history: list[dict[str, float]] = []
+
+    def __call__(self, result: EpochResult) -> None:
+        loss = self._global_loss(result.train_loss)
+        metrics = {"epoch": result.epoch, "train_loss": loss, "epoch_seconds": result.seconds,
+                   **result.metrics}
+        if self.rank == 0:
+            self.history.append(metrics)
+            self._print(metrics)
+            self._log(metrics)
+        if result.best_state is None:
+            ray.train.report(metrics)
+            return
+        with tempfile.TemporaryDirectory() as directory:
+            torch.save(result.best_state, Path(directory) / CHECKPOINT_FILE)
+            best = {"epoch": result.epoch, "metrics": result.metrics}
+            (Path(directory) / BEST_FILE).write_text(json.dumps(best))
+            ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(directory))
+
+    def _global_loss(self, loss: float) -> float:
+        if self.world_size == 1:
+            return loss
+        total = torch.tensor([loss], dtype=torch.float64)
+        dist.all_reduce(total)
+        return float(total) / self.world_size
+
+    def _print(self, metrics: dict[str, float]) -> None:
+        keys = (f"valid_{self.main_metric}", f"test_{self.main_metric}")
+        shown = [f"{key} {metrics[key]:.4f}" for key in keys if key in metrics]
+        line = (f"epoch {metrics['epoch']}/{self.config.epochs}  loss {metrics['train_loss']:.5f}  "
+                + "  ".join(shown) + f"  ({metrics['epoch_seconds']:.1f} s)")
+        # Ray Train tees a plain print to stdout and its logger; write once.
+        print(line, file=sys.__stdout__, flush=True)
+
+    def _log(self, metrics: dict[str, float]) -> None:
+        if self.client is None:
+            return
+        now, step = int(time.time() * 1000), int(metrics["epoch"])
+        self.client.log_batch(self.run_id, metrics=[
+            Metric(key, float(value), now, step) for key, value in metrics.items() if key != "epoch"
+        ])
+

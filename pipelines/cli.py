@@ -1,0 +1,83 @@
+"""Command-line settings of the pipelines: presets, config files and
+``--set`` overrides, resolved into one :class:`PLNLPConfig`."""
+import argparse
+from pathlib import Path
+
+import yaml
+
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import DATASETS
+from plnlp_core.errors import PLNLPError
+
+PRESETS_DIR = Path(__file__).resolve().parent / "presets"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="pipelines/run.py",
+        description="Train and evaluate a PLNLP link predictor on an OGB dataset, on Ray, "
+                    "recording to MLflow.",
+    )
+    parser.add_argument("--dataset", required=True, help=f"one of: {', '.join(DATASETS.names)}")
+    parser.add_argument("--preset", default="paper",
+                        help="settings to start from (pipelines/presets/<dataset>.yaml); "
+                             "default: paper")
+    parser.add_argument("--config", type=Path, help="a YAML mapping of settings to override")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="override one setting (repeatable)")
+    parser.add_argument("--runs", type=int, default=1, help="independent runs (seeds S..S+N-1)")
+    parser.add_argument("--seed", type=int, help="first seed (default: the config's)")
+    parser.add_argument("--num-workers", type=int, default=1, help="Ray Train workers (DDP)")
+    parser.add_argument("--use-gpu", action="store_true", help="one GPU per worker")
+    parser.add_argument("--experiment", help="MLflow experiment (default: plnlp-<dataset>)")
+    parser.add_argument("--data-root", help="folder holding OGB datasets "
+                                            "(default: $PLNLP_DATA_ROOT, else ./data)")
+    parser.add_argument("--work-dir", help="scratch folder for stage outputs, shared by all "
+                                           "nodes on a cluster (default: a temporary folder)")
+    return parser.parse_args(argv)
+
+
+def resolve_config(args: argparse.Namespace) -> PLNLPConfig:
+    """Preset, then ``--config``, then ``--set``, then ``--seed``; validated."""
+    DATASETS.get(args.dataset)
+    settings: dict[str, object] = load_preset(args.dataset, args.preset)
+    settings["dataset"] = args.dataset
+    if args.config is not None:
+        settings.update(_read_mapping(args.config))
+    for override in args.overrides:
+        key, sep, value = override.partition("=")
+        if not sep or not key:
+            raise PLNLPError(f"--set {override!r} is not KEY=VALUE; write e.g. --set lr=0.01.")
+        settings[key.strip()] = yaml.safe_load(value)
+    if args.seed is not None:
+        settings["seed"] = args.seed
+    if settings["dataset"] != args.dataset:
+        raise PLNLPError(f"the config names dataset {settings['dataset']!r} but --dataset is "
+                         f"{args.dataset!r}; choose one with --dataset.")
+    config = PLNLPConfig.from_mapping(settings)
+    config.validate()
+    for flag, value in (("--runs", args.runs), ("--num-workers", args.num_workers)):
+        if value < 1:
+            raise PLNLPError(f"{flag} must be at least 1, got {value}.")
+    return config
+
+
+def load_preset(dataset: str, preset: str) -> dict[str, object]:
+    path = PRESETS_DIR / f"{dataset}.yaml"
+    presets = _read_mapping(path) if path.exists() else {}
+    if preset not in presets:
+        raise PLNLPError(f"unknown preset {preset!r} for {dataset}; choose one of: "
+                         f"{', '.join(presets) or 'none (use --config)'}.")
+    return dict(presets[preset])
+
+
+def _read_mapping(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise PLNLPError(f"cannot read config {path} ({error}); "
+                         "give a readable YAML file.") from error
+    if not isinstance(data, dict):
+        raise PLNLPError(f"config {path} must be a YAML mapping of settings, "
+                         f"got {type(data).__name__}.")
+    return data
