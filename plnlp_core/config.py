@@ -107,23 +107,23 @@ class PLNLPConfig:
     def _validate_against(self, info: DatasetInfo) -> None:
         if self.node_input != "embedding" and info.feature_dim == 0:
             raise PLNLPError(
-                f"node_input {self.node_input!r} needs node features, and {info.name} has "
+                f"node_input {self.node_input!r} needs node features, and {info.ogb_name} has "
                 "none; set node_input=embedding."
             )
         predictor = PREDICTORS.get(self.predictor)
         if info.directed and predictor.symmetric and not self.force_symmetric_predictor:
             raise PLNLPError(
-                f"predictor {self.predictor!r} is symmetric but {info.name} is directed; use "
+                f"predictor {self.predictor!r} is symmetric but {info.ogb_name} is directed; use "
                 "bilinear or mlp_concat, or set force_symmetric_predictor=true."
             )
         if self.loss in WEIGHTED_LOSSES and not (self.uses_random_walk or info.edge_weights):
             raise PLNLPError(
-                f"loss {self.loss!r} needs a weight per positive pair, and {info.name} has no "
+                f"loss {self.loss!r} needs a weight per positive pair, and {info.ogb_name} has no "
                 "edge weights; set walk_length to a positive length to add random-walk pairs."
             )
         if self.min_train_year is not None and not info.edge_years:
             raise PLNLPError(
-                f"min_train_year filters edges by year, and {info.name} has no edge years; "
+                f"min_train_year filters edges by year, and {info.ogb_name} has no edge years; "
                 "remove the setting."
             )
 

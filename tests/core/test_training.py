@@ -8,8 +8,8 @@ from plnlp_core.experiment import build_model, build_training_graph, fit
 from plnlp_core.losses import LOSSES
 from plnlp_core.training import PairBatch, draw_batch, train_step
 
-SMALL = dict(embedding_dim=16, hidden_channels=16, predictor_hidden=16, epochs=6,
-             batch_size=64, lr=0.01, num_neg=2, eval_batch_size=1024)
+SMALL = dict(embedding_dim=16, hidden_channels=16, predictor_hidden=16, epochs=8,
+             batch_size=64, lr=0.02, num_neg=2, eval_batch_size=1024)
 
 
 def small_fit(split, **changes):
@@ -25,7 +25,9 @@ def test_fit_lowers_the_training_loss_on_the_standin(ddi_standin_split):
     _, _, result = small_fit(ddi_standin_split)
     losses = [epoch.train_loss for epoch in result.history]
     assert len(losses) == SMALL["epochs"]
-    assert losses[-1] < losses[0]
+    # one epoch is noisy (fresh negatives each time): compare the first two
+    # epochs with the last two; at lr 0.02 the loss drops by about a fifth
+    assert sum(losses[-2:]) < 0.9 * sum(losses[:2])
 
 
 def test_fit_returns_best_epoch_and_metrics_of_valid_and_test(ddi_standin_split):

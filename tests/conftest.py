@@ -1,0 +1,61 @@
+"""Fixtures shared by the suite: one local Ray for every test that needs
+it, a throwaway MLflow store per test, and the datasets."""
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.standin import write_ddi_standin
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Caches and scratch folders of the whole run go to a temporary folder."""
+    path = tmp_path_factory.mktemp("plnlp-cache")
+    os.environ["PLNLP_CACHE_DIR"] = str(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def ray_session(cache_dir: Path):
+    """One local Ray for the whole suite: starting one takes many seconds."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=True)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture
+def mlflow_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh SQLite MLflow store, with artifacts beside it."""
+    import mlflow
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    mlflow.set_tracking_uri(uri)
+    yield uri
+    while mlflow.active_run() is not None:
+        mlflow.end_run()
+
+
+@pytest.fixture
+def standin_root(tmp_path: Path) -> Path:
+    """A small random ogbl-ddi in OGB's exact layout."""
+    return write_ddi_standin(tmp_path / "datasets")
+
+
+@pytest.fixture(scope="session")
+def ddi_root() -> Path:
+    """The real ogbl-ddi: ``$PLNLP_DATA_ROOT`` (relative to the repo root),
+    else ``../shared/datasets``."""
+    root = Path(os.environ.get("PLNLP_DATA_ROOT") or REPO_ROOT.parent / "shared" / "datasets")
+    root = root if root.is_absolute() else REPO_ROOT / root
+    assert (root / "ogbl_ddi" / "split" / "target" / "train.pt").exists(), (
+        f"the real ogbl-ddi is not under {root}; set PLNLP_DATA_ROOT to the folder holding "
+        "ogbl_ddi"
+    )
+    return root

@@ -1,0 +1,76 @@
+"""The GNN encoder over the sparse CSR adjacency of build_adjacency."""
+import pytest
+import torch
+
+from plnlp_core.errors import PLNLPError
+from plnlp_core.graph import build_adjacency
+from plnlp_core.nn import ENCODERS, GNNEncoder, NodeInput
+
+NUM_NODES = 7
+EDGES = torch.tensor([[0, 1], [1, 2], [2, 3], [3, 4], [4, 0], [1, 5]])  # node 6 isolated
+
+
+@pytest.mark.parametrize(("name", "out_channels"), [
+    ("sage", 12), ("gcn", 12), ("gat", 12), ("none", 10),
+])
+def test_encoder_output_has_one_row_per_node_and_out_channels_columns(name, out_channels):
+    torch.manual_seed(0)
+    adj, _ = build_adjacency(EDGES, NUM_NODES)
+    encoder = GNNEncoder(name, 10, 12, num_layers=2)
+    h = encoder(torch.randn(NUM_NODES, 10), adj)
+    assert encoder.out_channels == out_channels
+    assert h.shape == (NUM_NODES, out_channels)
+    assert torch.isfinite(h).all()
+
+
+@pytest.mark.parametrize("name", ["sage", "gcn", "gat", "none"])
+def test_encoder_gradients_reach_the_node_embedding(name):
+    torch.manual_seed(0)
+    adj, _ = build_adjacency(EDGES, NUM_NODES)
+    node_input = NodeInput("embedding", NUM_NODES, 10, 0)
+    encoder = GNNEncoder(name, node_input.out_channels, 12, num_layers=2)
+    encoder(node_input(None), adj).square().sum().backward()
+    grad = node_input.embedding.weight.grad
+    assert grad is not None
+    assert grad.abs().sum() > 0
+
+
+def test_sage_encoder_mixes_in_neighbours():
+    torch.manual_seed(0)
+    adj, _ = build_adjacency(EDGES, NUM_NODES)
+    encoder = GNNEncoder("sage", 4, 4, num_layers=1)
+    x = torch.randn(NUM_NODES, 4)
+    before = encoder(x, adj)
+    x2 = x.clone()
+    x2[2] += 1.0  # node 2 neighbours 1 and 3, not 0
+    after = encoder(x2, adj)
+    assert not torch.allclose(before[1], after[1])
+    torch.testing.assert_close(before[0], after[0])
+
+
+def test_none_encoder_returns_its_input():
+    x = torch.randn(NUM_NODES, 5)
+    adj, _ = build_adjacency(EDGES, NUM_NODES)
+    encoder = GNNEncoder("none", 5, 99, num_layers=3)
+    assert len(encoder.convs) == 0
+    assert torch.equal(encoder(x, adj), x)
+
+
+def test_encoder_stacks_num_layers_convolutions():
+    assert len(GNNEncoder("gcn", 4, 8, num_layers=3).convs) == 3
+
+
+def test_node_input_concatenates_embedding_and_features():
+    node_input = NodeInput("both", NUM_NODES, 6, 3)
+    x = torch.randn(NUM_NODES, 3)
+    out = node_input(x)
+    assert node_input.out_channels == 9
+    assert out.shape == (NUM_NODES, 9)
+    assert torch.equal(out[:, 6:], x)
+    assert torch.equal(NodeInput("features", NUM_NODES, 6, 3)(x), x)
+
+
+def test_unknown_encoder_name_raises_plnlp_error_listing_the_valid_names():
+    assert ENCODERS.names == ["gat", "gcn", "none", "sage"]
+    with pytest.raises(PLNLPError, match="gat, gcn, none, sage"):
+        GNNEncoder("gin", 4, 4, 2)

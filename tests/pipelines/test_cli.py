@@ -1,0 +1,49 @@
+"""Bad input is refused with one sentence and a non-zero exit, before any
+work starts."""
+from pathlib import Path
+
+import pytest
+
+from pipelines.run import main
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--dataset", "cora"], "unknown dataset 'cora'; choose one of: citation2, collab, ddi"),
+        (["--dataset", "ddi", "--set", "encoder=gin"], "unknown encoder 'gin'; choose one of:"),
+        (["--dataset", "ddi", "--set", "predictor=cosine"], "unknown predictor 'cosine'"),
+        (["--dataset", "ddi", "--set", "loss=mse"], "unknown loss 'mse'"),
+        (["--dataset", "ddi", "--set", "sampler=adversarial"], "unknown sampler 'adversarial'"),
+        (["--dataset", "ddi", "--set", "num_neg=0"], "num_neg must be at least 1"),
+        (["--dataset", "ddi", "--set", "hidden_channels=-4"], "hidden_channels must be at least 1"),
+        (["--dataset", "ddi", "--set", "loss=weighted_hinge_auc"], "needs a weight per positive"),
+        (["--dataset", "ddi", "--set", "node_input=both"], "needs node features"),
+        (["--dataset", "ddi", "--set", "batchsize=3"], "unknown setting 'batchsize'"),
+        (["--dataset", "ddi", "--set", "lr=fast"], "setting lr must be float"),
+        (["--dataset", "ddi", "--set", "lr"], "is not KEY=VALUE"),
+        (["--dataset", "ddi", "--preset", "huge"], "unknown preset 'huge' for ddi"),
+        (["--dataset", "ddi", "--runs", "0"], "--runs must be at least 1"),
+        (["--dataset", "citation2", "--set", "predictor=dot", "--set",
+          "force_symmetric_predictor=false"],
+         "predictor 'dot' is symmetric but ogbl-citation2 is directed"),
+    ],
+)
+def test_bad_input_exits_non_zero_with_one_sentence(argv, expected, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ")
+    assert expected in err
+    assert len(err.splitlines()) == 1
+
+
+def test_unreadable_config_file_is_named(tmp_path: Path, capsys):
+    assert main(["--dataset", "ddi", "--config", str(tmp_path / "missing.yaml")]) == 2
+    assert "missing.yaml" in capsys.readouterr().err
+
+
+def test_config_file_that_is_not_a_mapping_is_refused(tmp_path: Path, capsys):
+    path = tmp_path / "list.yaml"
+    path.write_text("- lr\n- 0.1\n")
+    assert main(["--dataset", "ddi", "--config", str(path)]) == 2
+    assert "must be a YAML mapping" in capsys.readouterr().err
