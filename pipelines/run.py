@@ -77,9 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     mlflow.set_experiment(args.experiment or f"plnlp-{args.dataset}")
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=_scratch_root()))
+    run = mlflow.start_run(run_name=f"{args.dataset}-{args.preset}")
     try:
-        with mlflow.start_run(run_name=f"{args.dataset}-{args.preset}") as run:
-            final = pipeline(args, config, work)
+        final = pipeline(args, config, work)
+        mlflow.end_run()
     except Exception as error:  # the run is recorded as failed, then the error is shown
         reason = _reason(error)
         mark_failed(reason)
@@ -100,11 +101,12 @@ def _scratch_root() -> Path:
 
 
 def _reason(error: BaseException) -> str:
-    """The innermost cause's message: Ray wraps a worker's error in its own."""
-    while error.__cause__ is not None:
-        error = error.__cause__
-    text = str(error).strip() or type(error).__name__
-    return text.splitlines()[-1] if isinstance(error, PLNLPError) else text.splitlines()[0]
+    """The innermost cause's first line: Ray wraps a task's or worker's error
+    in its own (``cause`` on Ray's errors, ``__cause__`` elsewhere)."""
+    while (inner := getattr(error, "cause", None) or error.__cause__) not in (None, error):
+        error = inner
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 if __name__ == "__main__":

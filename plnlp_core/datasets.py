@@ -145,6 +145,8 @@ def _link_dataset(folder: Path, overlay: Path) -> None:
 
 
 def _first_line(error: BaseException) -> str:
+    if isinstance(error, pickle.UnpicklingError):
+        return "a file is corrupt or holds objects other than numpy arrays"
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 

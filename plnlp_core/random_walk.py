@@ -30,7 +30,8 @@ def random_walk_pairs(
     for _ in range(walk_length):
         d = deg[current]
         offset = (torch.rand(current.size(0), generator=generator) * d).long()
-        nxt = col[(rowptr[current] + offset).clamp(max=max(col.numel() - 1, 0))]
+        # with no edges at all there is nothing to index: every walk stays put
+        nxt = col[(rowptr[current] + offset).clamp(max=col.numel() - 1)] if col.numel() else current
         current = torch.where(d > 0, nxt, current)
         steps.append(current)
     visited = torch.stack(steps, dim=-1)

@@ -4,9 +4,9 @@ import pytest
 import torch
 from torch import nn
 
+from plnlp_core.graph import build_adjacency
 from plnlp_core.losses import auc_loss
 from plnlp_core.nn import GNNEncoder, NodeInput, PLNLPModel
-from plnlp_core.graph import build_adjacency
 from plnlp_core.sampling import share_negatives
 from plnlp_core.training import PairBatch, train_step
 

@@ -76,7 +76,8 @@ def test_fit_evaluates_every_eval_every_epochs_and_after_the_last(ddi_standin_sp
     assert [e.epoch for e in result.history if e.metrics] == [2, 4, 5]
 
 
-def test_fit_with_weighted_loss_and_random_walks_runs(ddi_standin_split):
+def test_walk_pairs_join_the_positives_after_unit_weight_edges_and_train_finitely(
+        ddi_standin_split):
     from plnlp_core.random_walk import random_walk_pairs, walk_starts
 
     split = ddi_standin_split

@@ -1,0 +1,137 @@
+"""PLNLPConfig refuses unknown keys, wrong types and impossible settings
+before any work starts, each with one sentence naming the setting."""
+import pytest
+
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.errors import PLNLPError
+
+
+def refusal(**settings: object) -> str:
+    """The message validate() refuses ``settings`` with."""
+    with pytest.raises(PLNLPError) as caught:
+        PLNLPConfig.from_mapping(settings).validate()
+    message = str(caught.value)
+    assert "\n" not in message and message.endswith(".")
+    return message
+
+
+def test_defaults_validate_and_describe_ddi():
+    info = PLNLPConfig().validate()
+    assert info.name == "ddi" and info.ogb_name == "ogbl-ddi"
+
+
+def test_from_mapping_refuses_an_unknown_key_and_lists_the_valid_ones():
+    with pytest.raises(PLNLPError) as caught:
+        PLNLPConfig.from_mapping({"num_negs": 3})
+    assert "'num_negs'" in str(caught.value)
+    assert "num_neg" in str(caught.value).split("valid settings are:")[1]
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("num_neg", "3"), ("num_neg", 2.5), ("num_neg", True), ("dropout", "0.1"),
+    ("force_symmetric_predictor", 1), ("encoder", 3), ("min_train_year", "2010"),
+    ("lr", None),
+])
+def test_from_mapping_refuses_a_value_of_the_wrong_type_naming_the_setting(key, value):
+    with pytest.raises(PLNLPError, match=f"setting {key} must be"):
+        PLNLPConfig.from_mapping({key: value})
+
+
+def test_from_mapping_accepts_ints_for_floats_and_null_for_optional_settings():
+    config = PLNLPConfig.from_mapping({"lr": 1, "dropout": 0, "min_train_year": None})
+    assert config.lr == 1.0 and isinstance(config.lr, float)
+    assert isinstance(config.dropout, float)
+    assert config.min_train_year is None
+
+
+def test_replace_checks_the_changed_settings_too():
+    assert PLNLPConfig().replace(num_neg=4).num_neg == 4
+    with pytest.raises(PLNLPError, match="num_neg"):
+        PLNLPConfig().replace(num_neg="4")
+
+
+@pytest.mark.parametrize(("key", "value", "valid"), [
+    ("dataset", "cora", "citation2, collab, ddi, ppa"),
+    ("encoder", "gin", "gat, gcn, none, sage"),
+    ("predictor", "cosine", "bilinear, dot, mlp, mlp_concat"),
+    ("loss", "bce", "auc, ce, hinge_auc, log_rank, weighted_hinge_auc"),
+    ("sampler", "uniform", "global, local"),
+    ("node_input", "onehot", "embedding, features, both"),
+    ("walk_starts", "some", "all, train_endpoints"),
+])
+def test_validate_refuses_an_unknown_name_and_lists_the_valid_ones(key, value, valid):
+    message = refusal(**{key: value})
+    assert repr(value) in message
+    assert valid in message
+
+
+@pytest.mark.parametrize("key", [
+    "embedding_dim", "hidden_channels", "encoder_layers", "predictor_hidden",
+    "predictor_layers", "num_neg", "epochs", "batch_size", "eval_every", "eval_batch_size",
+])
+@pytest.mark.parametrize("value", [0, -1])
+def test_validate_refuses_non_positive_sizes(key, value):
+    assert refusal(**{key: value}).startswith(f"{key} must be at least 1")
+
+
+@pytest.mark.parametrize("key", ["dropout", "predictor_dropout"])
+@pytest.mark.parametrize("value", [-0.1, 1.0, 1.5])
+def test_validate_refuses_dropout_outside_zero_to_one(key, value):
+    assert refusal(**{key: value}).startswith(f"{key} must be in [0, 1)")
+
+
+@pytest.mark.parametrize(("key", "value"), [("lr", 0.0), ("lr", -0.01), ("l2", -1e-4)])
+def test_validate_refuses_non_positive_learning_rate_and_negative_l2(key, value):
+    assert refusal(**{key: value}).startswith(f"{key} must be positive")
+
+
+def test_validate_refuses_negative_walk_length():
+    assert "walk_length" in refusal(walk_length=-1)
+
+
+def test_validate_refuses_weighted_hinge_auc_without_weights_on_ddi():
+    message = refusal(loss="weighted_hinge_auc", walk_length=0)
+    assert "weighted_hinge_auc" in message and "walk_length" in message
+
+
+def test_validate_accepts_weighted_hinge_auc_with_random_walks_or_edge_weights():
+    assert PLNLPConfig(loss="weighted_hinge_auc", walk_length=3).validate().name == "ddi"
+    assert PLNLPConfig(dataset="collab", loss="weighted_hinge_auc").validate().edge_weights
+
+
+@pytest.mark.parametrize("node_input", ["features", "both"])
+def test_validate_refuses_node_features_on_ddi_which_has_none(node_input):
+    message = refusal(node_input=node_input)
+    assert "node_input" in message and "ddi" in message
+
+
+def test_validate_accepts_node_features_where_the_dataset_has_them():
+    assert PLNLPConfig(dataset="collab", node_input="both").validate().feature_dim == 128
+
+
+@pytest.mark.parametrize("predictor", ["dot", "mlp"])
+def test_validate_refuses_a_symmetric_predictor_on_directed_citation2(predictor):
+    message = refusal(dataset="citation2", predictor=predictor)
+    assert repr(predictor) in message and "force_symmetric_predictor" in message
+
+
+@pytest.mark.parametrize("predictor", ["dot", "mlp"])
+def test_validate_accepts_a_symmetric_predictor_on_citation2_when_forced(predictor):
+    info = PLNLPConfig(dataset="citation2", predictor=predictor,
+                       force_symmetric_predictor=True).validate()
+    assert info.directed
+
+
+@pytest.mark.parametrize("predictor", ["bilinear", "mlp_concat"])
+def test_validate_accepts_a_directed_predictor_on_citation2(predictor):
+    assert PLNLPConfig(dataset="citation2", predictor=predictor).validate().directed
+
+
+def test_validate_refuses_min_train_year_on_a_dataset_without_years():
+    assert "min_train_year" in refusal(min_train_year=2010)
+    assert PLNLPConfig(dataset="collab", min_train_year=2010).validate().edge_years
+
+
+def test_to_dict_round_trips_through_from_mapping():
+    config = PLNLPConfig(encoder="gcn", num_neg=3, dropout=0.5)
+    assert PLNLPConfig.from_mapping(config.to_dict()) == config

@@ -1,0 +1,147 @@
+"""Data-parallel training: two DDP workers, each stepping on its shard of a
+global batch, end with the same parameters as one worker stepping on the
+whole batch (train_step scales the local sum by world_size and adds L2 once)."""
+import socket
+import traceback
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel
+
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import DATASETS
+from plnlp_core.experiment import build_model
+from plnlp_core.graph import build_adjacency
+from plnlp_core.losses import LOSSES
+from plnlp_core.training import PairBatch, train_step
+
+NUM_NODES = 16
+# dropout 0 so both runs compute the same forward pass; an MLP predictor so
+# that gradients flow through every kind of parameter
+CONFIG = PLNLPConfig(encoder="sage", embedding_dim=8, hidden_channels=8, encoder_layers=2,
+                     predictor="mlp", predictor_hidden=8, predictor_layers=2, dropout=0.0,
+                     loss="weighted_hinge_auc", walk_length=2, num_neg=3)
+L2 = 0.01
+LR = 0.1
+
+
+def graph_edges() -> torch.Tensor:
+    ring = [[i, (i + 1) % NUM_NODES] for i in range(NUM_NODES)]
+    chords = [[i, (i + 5) % NUM_NODES] for i in range(0, NUM_NODES, 2)]
+    return torch.tensor(ring + chords)
+
+
+def shard_batches() -> list[PairBatch]:
+    """Two shard batches of 5 and 3 positives, each with its own negatives
+    shared num_neg ways within the shard."""
+    generator = torch.Generator().manual_seed(7)
+    shards = []
+    for m in (5, 3):
+        pos = torch.randint(NUM_NODES, (m, 2), generator=generator)
+        neg = torch.randint(NUM_NODES, (m, 2), generator=generator)
+        weight = torch.rand(m, generator=generator) + 0.5
+        index = torch.stack([torch.arange(m)] + [torch.randperm(m, generator=generator)
+                                                  for _ in range(CONFIG.num_neg - 1)], dim=-1)
+        shards.append(PairBatch(pos, weight, neg, index))
+    return shards
+
+
+def global_batch(shards: list[PairBatch]) -> PairBatch:
+    """The concatenation of the shards; shard 1's index is offset by shard
+    0's m so it points at the same negatives."""
+    offset = shards[0].pos.size(0)
+    return PairBatch(
+        torch.cat([s.pos for s in shards]), torch.cat([s.weight for s in shards]),
+        torch.cat([s.neg for s in shards]),
+        torch.cat([shards[0].share_index, shards[1].share_index + offset]),
+    )
+
+
+def one_step(model: torch.nn.Module, batch: PairBatch, world_size: int) -> float:
+    adj, _ = build_adjacency(graph_edges(), NUM_NODES)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    return train_step(model, optimizer, None, adj, batch, LOSSES.get(CONFIG.loss), L2,
+                      world_size)
+
+
+def fresh_model(initial: Path) -> torch.nn.Module:
+    model = build_model(CONFIG, DATASETS.get("ddi"), NUM_NODES)
+    model.load_state_dict(torch.load(initial, weights_only=True))
+    return model
+
+
+def worker(rank: int, world_size: int, port: int, initial: str, out_dir: str) -> None:
+    """One DDP worker: steps on its shard and saves its parameters."""
+    try:
+        torch.set_num_threads(1)
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
+                                rank=rank, world_size=world_size)
+        model = DistributedDataParallel(fresh_model(Path(initial)))
+        one_step(model, shard_batches()[rank], world_size)
+        torch.save(model.module.state_dict(), Path(out_dir) / f"rank{rank}.pt")
+        dist.destroy_process_group()
+    except BaseException:
+        (Path(out_dir) / f"rank{rank}.err").write_text(traceback.format_exc())
+        raise
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run_workers(world_size: int, initial: Path, out_dir: Path) -> list[dict]:
+    context = mp.get_context("spawn")
+    port = free_port()
+    processes = [context.Process(target=worker,
+                                 args=(rank, world_size, port, str(initial), str(out_dir)))
+                 for rank in range(world_size)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+            process.join()
+    errors = "\n".join(p.read_text() for p in sorted(out_dir.glob("*.err")))
+    assert all(p.exitcode == 0 for p in processes), f"a DDP worker failed:\n{errors}"
+    return [torch.load(out_dir / f"rank{rank}.pt", weights_only=True)
+            for rank in range(world_size)]
+
+
+def test_two_ddp_workers_match_one_worker_after_a_step_on_the_same_global_batch(tmp_path):
+    torch.manual_seed(0)
+    initial = tmp_path / "initial.pt"
+    torch.save(build_model(CONFIG, DATASETS.get("ddi"), NUM_NODES).state_dict(), initial)
+
+    single = fresh_model(initial)
+    one_step(single, global_batch(shard_batches()), world_size=1)
+    expected = single.state_dict()
+
+    out_dir = tmp_path / "ddp"
+    out_dir.mkdir()
+    rank0, rank1 = run_workers(2, initial, out_dir)
+
+    start = torch.load(initial, weights_only=True)
+    assert any(not torch.allclose(start[k], expected[k]) for k in start)
+    for key in expected:
+        torch.testing.assert_close(rank0[key], rank1[key], atol=0, rtol=0)
+        torch.testing.assert_close(rank0[key], expected[key], atol=1e-6, rtol=1e-5,
+                                   msg=lambda m, key=key: f"{key}: {m}")
+
+
+def test_one_worker_on_the_concatenated_shards_differs_from_one_shard_alone(tmp_path):
+    # the comparison above is only meaningful if the shards move the
+    # parameters differently
+    torch.manual_seed(0)
+    initial = tmp_path / "initial.pt"
+    torch.save(build_model(CONFIG, DATASETS.get("ddi"), NUM_NODES).state_dict(), initial)
+    whole, part = fresh_model(initial), fresh_model(initial)
+    one_step(whole, global_batch(shard_batches()), world_size=1)
+    one_step(part, shard_batches()[0], world_size=1)
+    weight = "node_input.embedding.weight"
+    assert not torch.allclose(whole.state_dict()[weight], part.state_dict()[weight], atol=1e-6)

@@ -1,0 +1,86 @@
+"""The main job end to end through local Ray, checked in MLflow."""
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from components.tracking import FAILURE_TAG
+from pipelines.run import main
+
+pytestmark = pytest.mark.slow
+
+STANDIN = ["--set", "embedding_dim=16", "--set", "hidden_channels=16",
+           "--set", "predictor_hidden=16", "--set", "batch_size=64", "--set", "epochs=3"]
+
+
+def only_run(uri: str, experiment: str, parent: bool = True):
+    client = MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    tops = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    assert len(tops) == 1
+    return client, tops[0], [r for r in runs if r is not tops[0]]
+
+
+def test_standin_pipeline_with_random_walks_and_two_runs_lands_in_mlflow(
+    ray_session, mlflow_store, standin_root: Path,
+):
+    argv = ["--dataset", "ddi", "--preset", "smoke", "--data-root", str(standin_root),
+            "--runs", "2", "--set", "loss=weighted_hinge_auc", "--set", "walk_length=3", *STANDIN]
+    assert main(argv) == 0
+    client, parent, children = only_run(mlflow_store, "plnlp-ddi")
+    assert parent.info.status == "FINISHED"
+    assert parent.data.params["loss"] == "weighted_hinge_auc"
+    assert parent.data.params["walk_length"] == "3"
+    for key in ("final_test_hits_20_mean", "final_test_hits_20_std", "final_valid_hits_20_mean"):
+        assert 0.0 <= parent.data.metrics[key] <= 1.0
+    assert sorted(c.data.params["seed"] for c in children) == ["0", "1"]
+    for child in children:
+        history = client.get_metric_history(child.info.run_id, "valid_hits_20")
+        assert [m.step for m in history] == [1, 2, 3]
+        assert len(client.get_metric_history(child.info.run_id, "train_loss")) == 3
+        best = max(history, key=lambda m: m.value)
+        assert child.data.metrics["final_valid_hits_20"] == pytest.approx(best.value)
+        test_at_best = {m.step: m.value for m in
+                        client.get_metric_history(child.info.run_id, "test_hits_20")}[best.step]
+        assert child.data.metrics["final_test_hits_20"] == pytest.approx(test_at_best)
+        artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
+        assert {"config.yaml", "checkpoint", "metrics.csv", "learning_curve.png"} <= artifacts
+        files = {a.path for a in client.list_artifacts(child.info.run_id, "checkpoint")}
+        assert "checkpoint/model.pt" in files
+
+
+def test_standin_pipeline_with_two_ddp_workers_finishes(ray_session, mlflow_store, standin_root):
+    argv = ["--dataset", "ddi", "--preset", "smoke", "--data-root", str(standin_root),
+            "--num-workers", "2", "--experiment", "ddp", *STANDIN]
+    assert main(argv) == 0
+    _, run, _ = only_run(mlflow_store, "ddp")
+    assert run.data.params["num_workers"] == "2"
+    assert 0.0 <= run.data.metrics["final_test_hits_20"] <= 1.0
+
+
+def test_corrupt_dataset_marks_the_started_run_failed_with_the_reason(
+    ray_session, mlflow_store, standin_root, capsys,
+):
+    (standin_root / "ogbl_ddi" / "split" / "target" / "valid.pt").write_bytes(b"not a pickle")
+    argv = ["--dataset", "ddi", "--preset", "smoke", "--data-root", str(standin_root), *STANDIN]
+    assert main(argv) == 1
+    _, run, _ = only_run(mlflow_store, "plnlp-ddi")
+    assert run.info.status == "FAILED"
+    assert "could not be read" in run.data.tags[FAILURE_TAG]
+    assert "could not be read" in capsys.readouterr().err
+
+
+def test_too_many_workers_for_the_cluster_is_refused(ray_session, mlflow_store, capsys):
+    assert main(["--dataset", "ddi", "--preset", "smoke", "--num-workers", "64"]) == 2
+    assert "64 workers need 64 CPUs" in capsys.readouterr().err
+
+
+def test_real_ddi_smoke_preset_records_final_hits_20(ray_session, mlflow_store, ddi_root):
+    assert main(["--dataset", "ddi", "--preset", "smoke", "--data-root", str(ddi_root)]) == 0
+    client, run, _ = only_run(mlflow_store, "plnlp-ddi")
+    assert run.info.status == "FINISHED"
+    assert run.data.params["encoder"] == "sage"
+    assert 0.0 < run.data.metrics["final_test_hits_20"] <= 1.0
+    assert 0.0 < run.data.metrics["final_valid_hits_20"] <= 1.0
+    losses = [m.value for m in client.get_metric_history(run.info.run_id, "train_loss")]
+    assert len(losses) == 5 and losses[-1] < losses[0]
