@@ -16,10 +16,8 @@ default) this builds the model, training graph and negative sampler with
   the whole process, so presets are best listed smallest first) and, on CUDA,
   ``torch.cuda.max_memory_allocated`` of that preset alone.
 
-On CUDA timers are read after ``torch.cuda.synchronize``. ``plnlp_core.experiment.fit``
-keeps the sampler's edge set on the CPU and passes a CPU ``torch.Generator``, which
-``torch.randint(..., device="cuda")`` refuses; on CUDA this benchmark therefore moves
-the edge set to the device and lets torch's default generators draw (``generator=None``).
+On CUDA timers are read after ``torch.cuda.synchronize``; sampling draws on the device
+with a generator of that device, as ``fit`` does.
 ``--breakdown`` adds a per-phase timing of single batches (sampling, encoder and
 predictor forward and backward, optimizer step).
 
@@ -30,6 +28,7 @@ Run from the repository root, e.g.::
     python benchmarks/bench_ddi.py --device cuda --json bench-ddi.json --breakdown
 """
 import argparse
+import contextlib
 import gc
 import json
 import math
@@ -48,6 +47,7 @@ sys.path.insert(0, str(ROOT))  # run from a clone without installing
 
 from plnlp_core.config import PLNLPConfig  # noqa: E402
 from plnlp_core.datasets import DATASETS, LinkSplit, load_ogb, resolve_data_root  # noqa: E402
+from plnlp_core.errors import PLNLPError  # noqa: E402
 from plnlp_core.evaluation import evaluate  # noqa: E402
 from plnlp_core.experiment import build_model, build_sampler, build_training_graph  # noqa: E402
 from plnlp_core.losses import LOSSES, LossFn  # noqa: E402
@@ -87,8 +87,8 @@ def load_presets(names: list[str]) -> dict[str, PLNLPConfig]:
     presets = yaml.safe_load(PRESETS_FILE.read_text())
     unknown = [name for name in names if name not in presets]
     if unknown:
-        raise SystemExit(f"unknown preset(s) {', '.join(unknown)}; "
-                         f"{PRESETS_FILE.name} has: {', '.join(presets)}")
+        raise PLNLPError(f"unknown preset(s) {', '.join(unknown)}; "
+                         f"{PRESETS_FILE.name} has: {', '.join(presets)}.")
     configs = {}
     for name in names:
         configs[name] = PLNLPConfig.from_mapping({**presets[name], "dataset": "ddi"})
@@ -121,14 +121,6 @@ def peak_rss_mib() -> float:
     return peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes vs KiB
 
 
-def place_sampler(sampler: NegativeSampler, device: torch.device) -> NegativeSampler:
-    """Moves the sampler's edge set (and degree weights) to ``device``."""
-    sampler.edge_set.keys = sampler.edge_set.keys.to(device)
-    if getattr(sampler, "probs", None) is not None:
-        sampler.probs = sampler.probs.to(device)
-    return sampler
-
-
 def bench_preset(
     name: str, config: PLNLPConfig, split: LinkSplit, device: torch.device,
     batches: int | None, breakdown: bool,
@@ -143,10 +135,10 @@ def bench_preset(
     adj = graph.adj.to(device)
     positives = graph.positives.to(device)
     weights = None if graph.weights is None else graph.weights.to(device)
-    sampler = place_sampler(build_sampler(config, split, graph), device)
+    sampler = build_sampler(config, split, graph, device)
     loss_fn = LOSSES.get(config.loss)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    generator = torch.Generator().manual_seed(config.seed) if device.type == "cpu" else None
+    generator = torch.Generator(device).manual_seed(config.seed)
     num_pos, batch_size = positives.size(0), config.batch_size
     epoch_batches = math.ceil(num_pos / batch_size)
 
@@ -156,7 +148,7 @@ def bench_preset(
         return train_step(model, optimizer, x, adj, batch, loss_fn, config.l2)
 
     def shuffled_batches() -> list[torch.Tensor]:
-        order = torch.randperm(num_pos, generator=generator).to(device)
+        order = torch.randperm(num_pos, generator=generator, device=device)
         return list(order.split(batch_size))
 
     model.train()
@@ -210,7 +202,8 @@ def time_phases(
     totals = dict.fromkeys(PHASES, 0.0)
     model.train()
     for _ in range(reps):
-        index = torch.randperm(positives.size(0), generator=generator)[:config.batch_size]
+        order = torch.randperm(positives.size(0), generator=generator, device=device)
+        index = order[:config.batch_size]
         index = index.to(device)
         marks: list[float] = []
         _mark(marks, device)
@@ -288,10 +281,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    configs = load_presets([name.strip() for name in args.presets.split(",") if name.strip()])
-    data_root = resolve_data_root(args.data_root)
     info = DATASETS.get("ddi")
-    load_s, split = timed(torch.device("cpu"), lambda: load_ogb(info, data_root))
+    try:
+        configs = load_presets([name.strip() for name in args.presets.split(",") if name.strip()])
+        with contextlib.redirect_stdout(sys.stderr):  # OGB's progress lines stay off the table
+            load_s, split = timed(torch.device("cpu"), lambda: load_ogb(
+                info, resolve_data_root(args.data_root)))
+    except PLNLPError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     header = {
         "device": f"{device.type} ({device_name(device)})",
         "torch": torch.__version__, "threads": torch.get_num_threads(),

@@ -25,6 +25,11 @@ class EdgeSet:
     def _encode(self, pairs: Tensor) -> Tensor:
         return pairs[:, 0].long() * self.num_nodes + pairs[:, 1].long()
 
+    def to(self, device: torch.device | str) -> "EdgeSet":
+        """Moves the set to ``device``, where queries must live too."""
+        self.keys = self.keys.to(device)
+        return self
+
     def contains(self, pairs: Tensor) -> Tensor:
         """A bool mask, shape ``[len(pairs)]``: which pairs are edges."""
         keys = self._encode(pairs)

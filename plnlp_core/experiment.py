@@ -56,10 +56,14 @@ def build_training_graph(
     return TrainingGraph(adj, degree, edges, weights)
 
 
-def build_sampler(config: PLNLPConfig, split: LinkSplit, graph: TrainingGraph) -> NegativeSampler:
-    """The negative sampler ``config`` names, avoiding every observed edge."""
+def build_sampler(
+    config: PLNLPConfig, split: LinkSplit, graph: TrainingGraph, device: torch.device | None = None,
+) -> NegativeSampler:
+    """The negative sampler ``config`` names, avoiding every observed edge,
+    drawing on ``device`` (where the positives live)."""
     observed, _ = input_edges(split, config)
     edge_set = EdgeSet(observed, split.num_nodes, undirected=not split.info.directed)
+    edge_set.to(device or "cpu")
     return SAMPLERS.get(config.sampler).from_graph(edge_set, graph.degree, config.degree_power)
 
 
@@ -103,10 +107,10 @@ def fit(
     adj = graph.adj.to(device)
     positives = graph.positives.to(device)
     weights = None if graph.weights is None else graph.weights.to(device)
-    sampler = build_sampler(config, split, graph)
+    sampler = build_sampler(config, split, graph, device)
     loss_fn = LOSSES.get(config.loss)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    generator = torch.Generator().manual_seed(config.seed * 1000 + rank)
+    generator = torch.Generator(device).manual_seed(config.seed * 1000 + rank)
     eval_splits = {"valid": (split.valid_pos, split.valid_neg),
                    "test": (split.test_pos, split.test_neg)}
     main_key = f"valid_{split.info.main_metric_key}"

@@ -82,7 +82,7 @@ def train_epoch(
     """
     model.train()
     total = 0.0
-    order = torch.randperm(positives.size(0), generator=generator).to(positives.device)
+    order = torch.randperm(positives.size(0), generator=generator, device=positives.device)
     for index in order.split(batch_size):
         weight = None if weights is None else weights[index]
         batch = draw_batch(positives[index], weight, sampler, num_neg, generator)

@@ -38,8 +38,9 @@ class LocalSampler(NegativeSampler):
         if self.probs is None:
             dst = torch.randint(self.num_nodes, (m,), generator=generator, device=pos.device)
         else:
-            dst = torch.multinomial(self.probs, m, replacement=True, generator=generator)
-        return torch.stack([pos[:, 0], dst.to(pos.device)], dim=-1)
+            probs = self.probs.to(pos.device)
+            dst = torch.multinomial(probs, m, replacement=True, generator=generator)
+        return torch.stack([pos[:, 0], dst], dim=-1)
 
     def __repr__(self) -> str:
         return f"LocalSampler(num_nodes={self.num_nodes}, degree_power={self.degree_power})"

@@ -18,11 +18,13 @@ def share_negatives(m: int, num_neg: int, generator: torch.Generator | None = No
     Args:
         m (int): Number of positives (and of distinct negatives).
         num_neg (int): Negatives ranked against each positive, :math:`K`.
-        generator (torch.Generator, optional): Source of randomness.
+        generator (torch.Generator, optional): Source of randomness; the
+            index is made on its device.
 
     Returns:
         A long tensor of shape ``[m, num_neg]`` indexing the negatives.
     """
-    columns = [torch.arange(m)]
-    columns += [torch.randperm(m, generator=generator) for _ in range(num_neg - 1)]
+    device = generator.device if generator is not None else None
+    columns = [torch.arange(m, device=device)]
+    columns += [torch.randperm(m, generator=generator, device=device) for _ in range(num_neg - 1)]
     return torch.stack(columns, dim=-1)

@@ -1,0 +1,71 @@
+"""Each Ray stage's typed output, on the OGB-layout stand-in."""
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import ray
+import torch
+
+from components.artifacts import DatasetMeta, atomic_directory
+from components.augment import augment
+from components.evaluate import evaluate_checkpoint
+from components.load import load_dataset
+from components.parquet_io import read_split
+from components.train import train
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import DATASETS, load_ogb
+
+pytestmark = pytest.mark.slow
+
+TINY = PLNLPConfig(embedding_dim=8, hidden_channels=8, predictor="mlp", predictor_hidden=8,
+                   batch_size=64, epochs=2)
+
+
+@pytest.fixture
+def loaded(ray_session, standin_root: Path, tmp_path: Path):
+    return ray_session.get(load_dataset.remote("ddi", str(standin_root), str(tmp_path / "splits")))
+
+
+def test_load_writes_parquet_splits_that_read_back_as_ogb_loaded_them(loaded, standin_root):
+    directory = Path(loaded.directory)
+    names = {p.name for p in directory.iterdir()}
+    assert names == {"train.parquet", "valid_pos.parquet", "valid_neg.parquet",
+                     "test_pos.parquet", "test_neg.parquet", "meta.json"}
+    assert loaded.meta == DatasetMeta.read(directory)
+    assert pq.read_table(directory / "train.parquet").column_names == ["src", "dst"]
+    direct = load_ogb(DATASETS.get("ddi"), standin_root)
+    again = read_split(directory)
+    assert again.num_nodes == direct.num_nodes == loaded.meta.num_nodes
+    for name in ("train_pos", "valid_pos", "valid_neg", "test_pos", "test_neg"):
+        assert torch.equal(getattr(again, name), getattr(direct, name))
+
+
+def test_augment_writes_walk_pairs_weighted_one_over_step(loaded, tmp_path):
+    config = TINY.replace(walk_length=4, loss="weighted_hinge_auc")
+    walks = augment(loaded, config, str(tmp_path / "walks"), num_chunks=3)
+    table = pq.read_table(walks.directory)
+    assert table.num_rows == walks.num_pairs > 0
+    assert len(list(Path(walks.directory).glob("part-*.parquet"))) == 3
+    weights = torch.tensor(table.column("weight").to_pylist())
+    steps = (1 / weights).round()
+    assert set(steps.tolist()) <= {1.0, 2.0, 3.0, 4.0}
+    torch.testing.assert_close(weights, 1 / steps)
+    assert all(s != d for s, d in zip(table.column("src").to_pylist(),
+                                      table.column("dst").to_pylist(), strict=True))
+
+
+def test_evaluate_reproduces_the_best_epoch_metrics_from_the_checkpoint(loaded, tmp_path):
+    trained = train(loaded, None, TINY, str(tmp_path / "work"))
+    assert trained.best_epoch in (1, 2)
+    assert [row["epoch"] for row in trained.history] == [1, 2]
+    final = ray.get(evaluate_checkpoint.remote(loaded, trained, TINY))
+    for key, value in trained.best_metrics.items():
+        assert final[f"final_{key}"] == pytest.approx(value, abs=1e-6)
+
+
+def test_atomic_directory_leaves_nothing_when_the_stage_fails(tmp_path):
+    final = tmp_path / "out"
+    with pytest.raises(RuntimeError), atomic_directory(final) as scratch:
+        (scratch / "half.parquet").write_text("partial")
+        raise RuntimeError("stage failed")
+    assert list(tmp_path.iterdir()) == []
