@@ -111,7 +111,7 @@ def load_ogb(info: DatasetInfo, data_root: Path) -> LinkSplit:
         try:
             with torch.serialization.safe_globals(NUMPY_SAFE_GLOBALS):
                 dataset = LinkPropPredDataset(name=info.ogb_name, root=scratch)
-                split = dataset.get_edge_split()
+                return _canonical(info, dataset[0], dataset.get_edge_split())
         except (OSError, EOFError, RuntimeError, KeyError, ValueError, pickle.UnpicklingError,
                 pd.errors.ParserError) as error:
             raise PLNLPError(
@@ -119,7 +119,6 @@ def load_ogb(info: DatasetInfo, data_root: Path) -> LinkSplit:
                 "replace it with a fresh copy of OGB's folder, or delete it to download "
                 "it again."
             ) from error
-        return _canonical(info, dataset[0], split)
 
 
 def _download(info: DatasetInfo, data_root: Path) -> None:

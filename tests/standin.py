@@ -29,7 +29,8 @@ def write_ddi_standin(root: Path, num_nodes: int = 60, num_edges: int = 400, see
     _write_csv_gz(folder / "raw" / "num-edge-list.csv.gz", [str(len(train))])
     negatives = _non_edges(rng, num_nodes, pairs, 2 * n_valid)
     _save(folder / "split" / "target" / "train.pt", {"edge": train})
-    _save(folder / "split" / "target" / "valid.pt", {"edge": valid, "edge_neg": negatives[:n_valid]})
+    valid_split = {"edge": valid, "edge_neg": negatives[:n_valid]}
+    _save(folder / "split" / "target" / "valid.pt", valid_split)
     _save(folder / "split" / "target" / "test.pt", {"edge": test, "edge_neg": negatives[n_valid:]})
     return root
 

@@ -1,11 +1,12 @@
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch_geometric.nn import GATConv, GCNConv, SAGEConv
+from torch_geometric.nn import GATConv, GCNConv
 
+from plnlp_core.nn.mean_aggregation import SymmetricSAGEConv
 from plnlp_core.registry import Registry
 
 ENCODERS: Registry[type[nn.Module] | None] = Registry("encoder")
-ENCODERS.register("sage")(SAGEConv)
+ENCODERS.register("sage")(SymmetricSAGEConv)
 ENCODERS.register("gcn")(GCNConv)
 ENCODERS.register("gat")(GATConv)
 ENCODERS.register("none")(None)

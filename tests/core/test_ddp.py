@@ -1,7 +1,9 @@
 """Data-parallel training: two DDP workers, each stepping on its shard of a
 global batch, end with the same parameters as one worker stepping on the
 whole batch (train_step scales the local sum by world_size and adds L2 once)."""
-import socket
+import datetime
+import faulthandler
+import os
 import traceback
 from pathlib import Path
 
@@ -25,6 +27,8 @@ CONFIG = PLNLPConfig(encoder="sage", embedding_dim=8, hidden_channels=8, encoder
                      loss="weighted_hinge_auc", walk_length=2, num_neg=3)
 L2 = 0.01
 LR = 0.1
+# a worker that is stuck this long dumps its stack to rank<r>.err and exits
+WORKER_TIMEOUT_S = 150
 
 
 def graph_edges() -> torch.Tensor:
@@ -74,41 +78,49 @@ def fresh_model(initial: Path) -> torch.nn.Module:
 
 def worker(rank: int, world_size: int, port: int, initial: str, out_dir: str) -> None:
     """One DDP worker: steps on its shard and saves its parameters."""
-    try:
-        torch.set_num_threads(1)
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
-                                rank=rank, world_size=world_size)
-        model = DistributedDataParallel(fresh_model(Path(initial)))
-        one_step(model, shard_batches()[rank], world_size)
-        torch.save(model.module.state_dict(), Path(out_dir) / f"rank{rank}.pt")
-        dist.destroy_process_group()
-    except BaseException:
-        (Path(out_dir) / f"rank{rank}.err").write_text(traceback.format_exc())
-        raise
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    with open(Path(out_dir) / f"rank{rank}.err", "w") as err:
+        faulthandler.dump_traceback_later(WORKER_TIMEOUT_S, exit=True, file=err)
+        try:
+            torch.set_num_threads(1)
+            os.environ["GLOO_SOCKET_IFNAME"] = "lo"
+            timeout = datetime.timedelta(seconds=WORKER_TIMEOUT_S)
+            store = dist.TCPStore("127.0.0.1", port, world_size, is_master=False,
+                                  timeout=timeout)
+            dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
+                                    timeout=timeout)
+            model = DistributedDataParallel(fresh_model(Path(initial)))
+            one_step(model, shard_batches()[rank], world_size)
+            torch.save(model.module.state_dict(), Path(out_dir) / f"rank{rank}.pt")
+            dist.destroy_process_group()
+        except BaseException:
+            err.write(traceback.format_exc())
+            raise
+        finally:
+            faulthandler.cancel_dump_traceback_later()
 
 
 def run_workers(world_size: int, initial: Path, out_dir: Path) -> list[dict]:
+    """Spawns ``world_size`` workers and returns each one's final state.
+    The rendezvous store lives here, on a port the OS picks, so no other
+    program can take the port between choosing and binding it."""
     context = mp.get_context("spawn")
-    port = free_port()
+    store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, wait_for_workers=False)
+    port = store.port
     processes = [context.Process(target=worker,
                                  args=(rank, world_size, port, str(initial), str(out_dir)))
                  for rank in range(world_size)]
     for process in processes:
         process.start()
     for process in processes:
-        process.join(timeout=120)
+        process.join(timeout=WORKER_TIMEOUT_S + 30)
     for process in processes:
         if process.is_alive():
             process.terminate()
             process.join()
+    del store
     errors = "\n".join(p.read_text() for p in sorted(out_dir.glob("*.err")))
-    assert all(p.exitcode == 0 for p in processes), f"a DDP worker failed:\n{errors}"
+    codes = [p.exitcode for p in processes]
+    assert codes == [0] * world_size, f"DDP workers exited with {codes}:\n{errors}"
     return [torch.load(out_dir / f"rank{rank}.pt", weights_only=True)
             for rank in range(world_size)]
 
