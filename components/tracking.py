@@ -39,7 +39,7 @@ def log_training(trained: TrainArtifact, main_metric: str) -> None:
 def _plot_curve(table: pd.DataFrame, main_metric: str, path: Path) -> None:
     figure, (loss_axis, metric_axis) = plt.subplots(1, 2, figsize=(10, 4))
     loss_axis.plot(table["epoch"], table["train_loss"])
-    loss_axis.set(xlabel="epoch", ylabel="train loss per pair", yscale="log")
+    loss_axis.set(xlabel="epoch", ylabel="train loss per positive pair", yscale="log")
     evaluated = table.dropna(subset=[f"valid_{main_metric}"]) \
         if f"valid_{main_metric}" in table else table.iloc[0:0]
     for split in ("valid", "test"):

@@ -5,6 +5,7 @@
 Runs on the Ray cluster at ``RAY_ADDRESS`` (else a local Ray it starts) and
 records to MLflow at ``MLFLOW_TRACKING_URI`` (else MLflow's local SQLite file).
 """
+import argparse
 import shutil
 import sys
 import tempfile
@@ -27,7 +28,9 @@ from plnlp_core.datasets import cache_dir, resolve_data_root  # noqa: E402
 from plnlp_core.errors import PLNLPError  # noqa: E402
 
 
-def run_once(dataset: DatasetArtifact, config: PLNLPConfig, args: object, work: Path) -> dict:
+def run_once(
+    dataset: DatasetArtifact, config: PLNLPConfig, args: argparse.Namespace, work: Path,
+) -> dict:
     """One seed: augment, train, evaluate; logs into the active MLflow run."""
     walks = augment(dataset, config, str(work / "walks")) if config.uses_random_walk else None
     trained = train(dataset, walks, config, str(work), args.num_workers, args.use_gpu,
@@ -38,7 +41,7 @@ def run_once(dataset: DatasetArtifact, config: PLNLPConfig, args: object, work: 
     return final
 
 
-def pipeline(args: object, config: PLNLPConfig, work: Path) -> dict:
+def pipeline(args: argparse.Namespace, config: PLNLPConfig, work: Path) -> dict:
     data_root = str(resolve_data_root(args.data_root).resolve())
     dataset = ray.get(load_dataset.remote(args.dataset, data_root, str(work / "splits")))
     extra = {"runs": args.runs, "num_workers": args.num_workers, "use_gpu": args.use_gpu}
