@@ -43,12 +43,8 @@ def resolve_config(args: argparse.Namespace) -> PLNLPConfig:
     settings: dict[str, object] = load_preset(args.dataset, args.preset)
     settings["dataset"] = args.dataset
     if args.config is not None:
-        settings.update(_read_mapping(args.config))
-    for override in args.overrides:
-        key, sep, value = override.partition("=")
-        if not sep or not key:
-            raise PLNLPError(f"--set {override!r} is not KEY=VALUE; write e.g. --set lr=0.01.")
-        settings[key.strip()] = yaml.safe_load(value)
+        settings.update(read_mapping(args.config, "config"))
+    settings.update(parse_overrides(args.overrides))
     if args.seed is not None:
         settings["seed"] = args.seed
     if settings["dataset"] != args.dataset:
@@ -62,22 +58,34 @@ def resolve_config(args: argparse.Namespace) -> PLNLPConfig:
     return config
 
 
+def parse_overrides(overrides: list[str]) -> dict[str, object]:
+    """``["lr=0.01", "loss=auc"]`` to settings, each value read as YAML."""
+    settings = {}
+    for override in overrides:
+        key, sep, value = override.partition("=")
+        if not sep or not key:
+            raise PLNLPError(f"--set {override!r} is not KEY=VALUE; write e.g. --set lr=0.01.")
+        settings[key.strip()] = yaml.safe_load(value)
+    return settings
+
+
 def load_preset(dataset: str, preset: str) -> dict[str, object]:
     path = PRESETS_DIR / f"{dataset}.yaml"
-    presets = _read_mapping(path) if path.exists() else {}
+    presets = read_mapping(path, "presets") if path.exists() else {}
     if preset not in presets:
         raise PLNLPError(f"unknown preset {preset!r} for {dataset}; choose one of: "
                          f"{', '.join(presets) or 'none (use --config)'}.")
     return dict(presets[preset])
 
 
-def _read_mapping(path: Path) -> dict:
+def read_mapping(path: Path, what: str) -> dict:
+    """A YAML file holding a mapping; ``what`` names it in errors."""
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as error:
-        raise PLNLPError(f"cannot read config {path} ({error}); "
+        detail = str(error).strip().splitlines()[0]
+        raise PLNLPError(f"cannot read {what} {path} ({detail}); "
                          "give a readable YAML file.") from error
     if not isinstance(data, dict):
-        raise PLNLPError(f"config {path} must be a YAML mapping of settings, "
-                         f"got {type(data).__name__}.")
+        raise PLNLPError(f"{what} {path} must be a YAML mapping, got {type(data).__name__}.")
     return data

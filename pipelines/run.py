@@ -79,13 +79,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     mlflow.set_experiment(args.experiment or f"plnlp-{args.dataset}")
-    work = Path(args.work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=_scratch_root()))
+    work = Path(args.work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
     run = mlflow.start_run(run_name=f"{args.dataset}-{args.preset}")
     try:
         final = pipeline(args, config, work)
         mlflow.end_run()
     except Exception as error:  # the run is recorded as failed, then the error is shown
-        reason = _reason(error)
+        reason = failure_reason(error)
         mark_failed(reason)
         print(f"error: {reason}", file=sys.stderr)
         return 1
@@ -97,13 +97,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _scratch_root() -> Path:
+def scratch_dir() -> Path:
+    """Where stage outputs of a run go unless ``--work-dir`` says."""
     root = cache_dir() / "work"
     root.mkdir(parents=True, exist_ok=True)
     return root
 
 
-def _reason(error: BaseException) -> str:
+def failure_reason(error: BaseException) -> str:
     """The innermost cause's first line: Ray wraps a task's or worker's error
     in its own (``cause`` on Ray's errors, ``__cause__`` elsewhere)."""
     while (inner := getattr(error, "cause", None) or error.__cause__) not in (None, error):

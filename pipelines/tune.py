@@ -1,0 +1,169 @@
+"""The sweep: one Ray Tune trial per sampled config, each a full train ->
+evaluate run recorded as a nested MLflow run under one sweep run.
+
+    python pipelines/tune.py --dataset ddi --space tune_spaces/ddi.yaml
+
+Search spaces are data (``tune_spaces/*.yaml``); the best trial is picked by
+its validation metric.
+"""
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone, or by ray job
+
+import mlflow  # noqa: E402
+import ray  # noqa: E402
+from ray import tune  # noqa: E402
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy  # noqa: E402
+
+from components.artifacts import DatasetArtifact  # noqa: E402
+from components.evaluate import evaluate_checkpoint  # noqa: E402
+from components.load import load_dataset  # noqa: E402
+from components.tracking import log_config, log_training, mark_failed  # noqa: E402
+from components.train import train  # noqa: E402
+from pipelines.cli import load_preset, parse_overrides, read_mapping  # noqa: E402
+from pipelines.run import check_resources, failure_reason, scratch_dir  # noqa: E402
+from plnlp_core.config import PLNLPConfig  # noqa: E402
+from plnlp_core.datasets import DATASETS, resolve_data_root  # noqa: E402
+from plnlp_core.errors import PLNLPError  # noqa: E402
+
+TRIAL_CPU = 0.01
+OUTSIDE_TRIAL = PlacementGroupSchedulingStrategy(placement_group=None)
+DISTRIBUTIONS = {
+    "choice": tune.choice, "grid": tune.grid_search, "uniform": lambda b: tune.uniform(*b),
+    "loguniform": lambda b: tune.loguniform(*b), "randint": lambda b: tune.randint(*b),
+}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="pipelines/tune.py",
+                                     description="Sweep PLNLP settings with Ray Tune.")
+    parser.add_argument("--dataset", required=True, help=f"one of: {', '.join(DATASETS.names)}")
+    parser.add_argument("--space", type=Path, required=True, help="a tune_spaces/*.yaml file")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="fix one setting for every trial")
+    parser.add_argument("--num-samples", type=int, help="trials (default: the space's)")
+    parser.add_argument("--num-workers", type=int, default=1, help="DDP workers per trial")
+    parser.add_argument("--use-gpu", action="store_true", help="one GPU per worker")
+    parser.add_argument("--experiment", help="MLflow experiment (default: plnlp-<dataset>-tune)")
+    parser.add_argument("--data-root", help="folder holding OGB datasets")
+    parser.add_argument("--work-dir", help="scratch folder shared by all nodes on a cluster")
+    return parser.parse_args(argv)
+
+
+class SearchSpace:
+    """A ``tune_spaces/*.yaml`` file: the base settings, the searched ones
+    and how trials are compared."""
+
+    def __init__(self, path: Path, dataset: str, overrides: list[str]) -> None:
+        data = read_mapping(path, "search space")
+        self.metric, self.mode = data.get("metric"), data.get("mode", "max")
+        self.num_samples = data.get("num_samples", 1)
+        self.searched = data.get("space") or {}
+        base = {**load_preset(dataset, data.get("preset", "paper")), **parse_overrides(overrides)}
+        self.base = PLNLPConfig.from_mapping({**base, "dataset": dataset})
+        if not isinstance(self.metric, str) or self.mode not in ("max", "min"):
+            raise PLNLPError(f"search space {path} needs `metric: <name>` and `mode: max|min`.")
+        for key, spec in self.searched.items():
+            self._check(path, key, spec)
+
+    def _check(self, path: Path, key: str, spec: object) -> None:
+        if not (isinstance(spec, dict) and len(spec) == 1 and next(iter(spec)) in DISTRIBUTIONS):
+            raise PLNLPError(f"search space {path}: {key} must be one of "
+                             f"{{{': [...]}, {'.join(DISTRIBUTIONS)}: [...]}}, got {spec!r}.")
+        (kind, values), = spec.items()
+        if not isinstance(values, list) or not values:
+            raise PLNLPError(f"search space {path}: {key}'s {kind} needs a list of values.")
+        for value in values:  # every choice and both bounds must make a valid config
+            self.base.replace(**{key: value}).validate()
+
+    def param_space(self) -> dict[str, object]:
+        return {key: DISTRIBUTIONS[kind](values)
+                for key, spec in self.searched.items() for kind, values in spec.items()}
+
+
+def trial(params: dict, base: dict, dataset: DatasetArtifact, options: dict) -> None:
+    """One Tune trial: a nested MLflow run holding a whole train -> evaluate."""
+    config = PLNLPConfig.from_mapping({**base, **params})
+    mlflow.set_tracking_uri(options["tracking_uri"])
+    with mlflow.start_run(experiment_id=options["experiment_id"],
+                          parent_run_id=options["parent_run_id"],
+                          run_name=tune.get_context().get_trial_name()) as run:
+        log_config(config, {"num_workers": options["num_workers"]})
+        trained = train(dataset, None, config, options["work_dir"] + f"/{run.info.run_id}",
+                        options["num_workers"], options["use_gpu"], options["tracking_uri"],
+                        run.info.run_id)
+        # Outside the trial's placement group, which holds only its token CPU.
+        evaluate = evaluate_checkpoint.options(scheduling_strategy=OUTSIDE_TRIAL)
+        final = ray.get(evaluate.remote(dataset, trained, config))
+        mlflow.log_metrics(final)
+        log_training(trained, dataset.meta.metric.replace("@", "_"))
+    tune.report(final)
+
+
+def sweep(args: argparse.Namespace, space: SearchSpace, work: Path) -> tune.ResultGrid:
+    data_root = str(resolve_data_root(args.data_root).resolve())
+    dataset = ray.get(load_dataset.remote(args.dataset, data_root, str(work / "splits")))
+    log_config(space.base, {"search_space": str(args.space)})
+    mlflow.log_text(args.space.read_text(), "search_space.yaml")
+    options = {"tracking_uri": mlflow.get_tracking_uri(), "work_dir": str(work),
+               "parent_run_id": mlflow.active_run().info.run_id,
+               "experiment_id": mlflow.active_run().info.experiment_id,
+               "num_workers": args.num_workers, "use_gpu": args.use_gpu}
+    cpus = ray.cluster_resources().get("CPU", 1)
+    concurrent = max(1, int(cpus // (args.num_workers + TRIAL_CPU)))
+    trainable = tune.with_parameters(trial, base=space.base.to_dict(), dataset=dataset,
+                                     options=options)
+    tuner = tune.Tuner(
+        # A trial only waits on its Train workers, so it holds a token CPU share
+        # (Tune refuses none) and leaves the cores to them.
+        tune.with_resources(trainable, {"CPU": TRIAL_CPU}),
+        param_space=space.param_space(),
+        tune_config=tune.TuneConfig(metric=space.metric, mode=space.mode,
+                                    num_samples=args.num_samples or space.num_samples,
+                                    max_concurrent_trials=concurrent),
+        run_config=tune.RunConfig(storage_path=str(work / "tune"), name="sweep"),
+    )
+    return tuner.fit()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        DATASETS.get(args.dataset)
+        space = SearchSpace(args.space, args.dataset, args.overrides)
+        ray.init(ignore_reinit_error=True)
+        check_resources(args.num_workers, args.use_gpu)
+    except PLNLPError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    mlflow.set_experiment(args.experiment or f"plnlp-{args.dataset}-tune")
+    work = Path(args.work_dir or tempfile.mkdtemp(prefix="plnlp-tune-", dir=scratch_dir()))
+    run = mlflow.start_run(run_name=f"{args.dataset}-sweep")
+    try:
+        results = sweep(args, space, work)
+        best = results.get_best_result()
+        if best.error is not None:
+            raise best.error
+        mlflow.log_metrics({f"best_{k}": v for k, v in best.metrics.items()
+                            if k.startswith("final_")})
+        mlflow.log_params({f"best_{k}": v for k, v in best.config.items()})
+        mlflow.end_run()
+    except Exception as error:  # the sweep is recorded as failed, then the error is shown
+        reason = failure_reason(error)
+        mark_failed(reason)
+        print(f"error: {reason}", file=sys.stderr)
+        return 1
+    finally:
+        if args.work_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"MLflow sweep run {run.info.run_id} in {mlflow.get_tracking_uri()}: best "
+          f"{space.metric} {best.metrics[space.metric]:.4f} with {best.config}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
