@@ -17,7 +17,7 @@ from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
 from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
-from components.parquet_io import pairs_table, read_split
+from components.parquet_io import column, pairs_table, read_split, table_pairs
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.experiment import EpochResult, build_model, build_training_graph, fit
 
@@ -34,9 +34,7 @@ def positives_dataset(
     walk_pairs = walk_weights = None
     if walks is not None:
         table = pq.read_table(walks.directory)
-        walk_pairs = torch.stack([torch.from_numpy(table.column(c).to_numpy())
-                                  for c in ("src", "dst")], dim=-1)
-        walk_weights = torch.from_numpy(table.column("weight").to_numpy())
+        walk_pairs, walk_weights = table_pairs(table), column(table, "weight")
     graph = build_training_graph(split, config, walk_pairs, walk_weights)
     ray.data.DataContext.get_current().enable_progress_bars = False
     return ray.data.from_arrow(pairs_table(graph.positives, weight=graph.weights))
@@ -133,8 +131,8 @@ class EpochReporter:
     def _global_loss(self, loss: float) -> float:
         if self.world_size == 1:
             return loss
-        total = torch.tensor([loss], dtype=torch.float64)
-        dist.all_reduce(total)
+        total = torch.tensor([loss], dtype=torch.float64, device=ray.train.torch.get_device())
+        dist.all_reduce(total)  # on the workers' device: NCCL takes no CPU tensors
         return float(total) / self.world_size
 
     def _print(self, metrics: dict[str, float]) -> None:
