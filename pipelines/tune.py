@@ -7,9 +7,7 @@ Search spaces are data (``tune_spaces/*.yaml``); the best trial is picked by
 its validation metric.
 """
 import argparse
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone, or by ray job
@@ -22,10 +20,10 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy  # n
 from components.artifacts import DatasetArtifact  # noqa: E402
 from components.evaluate import evaluate_checkpoint  # noqa: E402
 from components.load import load_dataset  # noqa: E402
-from components.tracking import log_config, log_training, mark_failed  # noqa: E402
+from components.tracking import log_config, log_training  # noqa: E402
 from components.train import train  # noqa: E402
 from pipelines.cli import load_preset, parse_overrides, read_mapping  # noqa: E402
-from pipelines.run import check_resources, failure_reason, scratch_dir  # noqa: E402
+from pipelines.job import execute, prepare  # noqa: E402
 from plnlp_core.config import PLNLPConfig  # noqa: E402
 from plnlp_core.datasets import DATASETS, resolve_data_root  # noqa: E402
 from plnlp_core.errors import PLNLPError  # noqa: E402
@@ -59,6 +57,7 @@ class SearchSpace:
     and how trials are compared."""
 
     def __init__(self, path: Path, dataset: str, overrides: list[str]) -> None:
+        DATASETS.get(dataset)
         data = read_mapping(path, "search space")
         self.metric, self.mode = data.get("metric"), data.get("mode", "max")
         self.num_samples = data.get("num_samples", 1)
@@ -132,37 +131,28 @@ def sweep(args: argparse.Namespace, space: SearchSpace, work: Path) -> tune.Resu
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        DATASETS.get(args.dataset)
-        space = SearchSpace(args.space, args.dataset, args.overrides)
-        ray.init(ignore_reinit_error=True)
-        check_resources(args.num_workers, args.use_gpu)
-    except PLNLPError as error:
-        print(f"error: {error}", file=sys.stderr)
+    space = prepare(lambda: SearchSpace(args.space, args.dataset, args.overrides),
+                    args.num_workers, args.use_gpu)
+    if space is None:
         return 2
-    mlflow.set_experiment(args.experiment or f"plnlp-{args.dataset}-tune")
-    work = Path(args.work_dir or tempfile.mkdtemp(prefix="plnlp-tune-", dir=scratch_dir()))
-    run = mlflow.start_run(run_name=f"{args.dataset}-sweep")
-    try:
-        results = sweep(args, space, work)
-        best = results.get_best_result()
-        if best.error is not None:
-            raise best.error
-        mlflow.log_metrics({f"best_{k}": v for k, v in best.metrics.items()
-                            if k.startswith("final_")})
-        mlflow.log_params({f"best_{k}": v for k, v in best.config.items()})
-        mlflow.end_run()
-    except Exception as error:  # the sweep is recorded as failed, then the error is shown
-        reason = failure_reason(error)
-        mark_failed(reason)
-        print(f"error: {reason}", file=sys.stderr)
+    outcome = execute(args.experiment or f"plnlp-{args.dataset}-tune", f"{args.dataset}-sweep",
+                      args.work_dir, lambda work: record_best(sweep(args, space, work)))
+    if outcome is None:
         return 1
-    finally:
-        if args.work_dir is None:
-            shutil.rmtree(work, ignore_errors=True)
-    print(f"MLflow sweep run {run.info.run_id} in {mlflow.get_tracking_uri()}: best "
+    run_id, best = outcome
+    print(f"MLflow sweep run {run_id} in {mlflow.get_tracking_uri()}: best "
           f"{space.metric} {best.metrics[space.metric]:.4f} with {best.config}")
     return 0
+
+
+def record_best(results: tune.ResultGrid) -> tune.Result:
+    """Logs the best trial's final metrics and settings to the sweep run."""
+    best = results.get_best_result()
+    if best.error is not None:
+        raise best.error
+    mlflow.log_metrics({f"best_{k}": v for k, v in best.metrics.items() if k.startswith("final_")})
+    mlflow.log_params({f"best_{k}": v for k, v in best.config.items()})
+    return best
 
 
 if __name__ == "__main__":

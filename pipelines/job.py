@@ -1,0 +1,80 @@
+"""What every command line shares: refuse bad input before any work, run
+the job inside one MLflow run, and record a failure as a FAILED run."""
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import mlflow
+import ray
+
+from components.tracking import mark_failed
+from plnlp_core.datasets import cache_dir
+from plnlp_core.errors import PLNLPError
+
+T = TypeVar("T")
+
+
+def prepare(validate: Callable[[], T], num_workers: int, use_gpu: bool) -> T | None:
+    """Runs ``validate``, starts or joins Ray and checks the worker group
+    fits; on bad input prints one ``error:`` line and returns ``None``."""
+    try:
+        value = validate()
+        ray.init(ignore_reinit_error=True)
+        check_resources(num_workers, use_gpu)
+    except PLNLPError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return None
+    return value
+
+
+def check_resources(num_workers: int, use_gpu: bool) -> None:
+    """Refuses a worker group the cluster can never hold (it would wait forever)."""
+    available = ray.cluster_resources()
+    need = {"CPU": num_workers, **({"GPU": num_workers} if use_gpu else {})}
+    for name, amount in need.items():
+        if available.get(name, 0) < amount:
+            raise PLNLPError(f"{num_workers} workers need {amount} {name}s but the Ray cluster "
+                             f"has {available.get(name, 0):g}; lower --num-workers.")
+
+
+def execute(
+    experiment: str, run_name: str, work_dir: str | None, job: Callable[[Path], T],
+) -> tuple[str, T] | None:
+    """Runs ``job(work)`` inside a new MLflow run of ``experiment``; returns
+    the run's id and the job's result, or ``None`` after marking the run
+    FAILED with the reason. A scratch ``work`` folder is removed afterwards
+    unless ``work_dir`` names it."""
+    mlflow.set_experiment(experiment)
+    work = Path(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
+    run = mlflow.start_run(run_name=run_name)
+    try:
+        result = job(work)
+        mlflow.end_run()
+    except Exception as error:  # the run is recorded as failed, then the error is shown
+        reason = failure_reason(error)
+        mark_failed(reason)
+        print(f"error: {reason}", file=sys.stderr)
+        return None
+    finally:
+        if work_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return run.info.run_id, result
+
+
+def scratch_dir() -> Path:
+    """Where stage outputs of a run go unless ``--work-dir`` says."""
+    root = cache_dir() / "work"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def failure_reason(error: BaseException) -> str:
+    """The innermost cause's first line: Ray wraps a task's or worker's error
+    in its own (``cause`` on Ray's errors, ``__cause__`` elsewhere)."""
+    while (inner := getattr(error, "cause", None) or error.__cause__) not in (None, error):
+        error = inner
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
