@@ -129,12 +129,10 @@ def bench_preset(
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     torch.manual_seed(config.seed)
-    graph = build_training_graph(split, config)
+    graph = build_training_graph(split, config).to(device)
     model = build_model(config, split.info, split.num_nodes).to(device)
     x = None if split.x is None else split.x.to(device)
-    adj = graph.adj.to(device)
-    positives = graph.positives.to(device)
-    weights = None if graph.weights is None else graph.weights.to(device)
+    adj, positives, weights = graph.adj, graph.positives, graph.weights
     sampler = build_sampler(config, split, graph, device)
     loss_fn = LOSSES.get(config.loss)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)

@@ -104,9 +104,7 @@ def fit(
     core = model.module if hasattr(model, "module") else model
     device = next(core.parameters()).device
     x = None if split.x is None else split.x.to(device)
-    adj = graph.adj.to(device)
-    positives = graph.positives.to(device)
-    weights = None if graph.weights is None else graph.weights.to(device)
+    graph = graph.to(device)
     sampler = build_sampler(config, split, graph, device)
     loss_fn = LOSSES.get(config.loss)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
@@ -118,12 +116,13 @@ def fit(
     for epoch in range(1, config.epochs + 1):
         start = time.perf_counter()
         loss = train_epoch(
-            model, optimizer, x, adj, positives, weights, sampler, loss_fn, config.num_neg,
-            max(config.batch_size // world_size, 1), config.l2, world_size, generator,
+            model, optimizer, x, graph.adj, graph.positives, graph.weights, sampler, loss_fn,
+            config.num_neg, max(config.batch_size // world_size, 1), config.l2, world_size,
+            generator,
         )
         epoch_result = EpochResult(epoch, loss, time.perf_counter() - start)
         if rank == 0 and (epoch % config.eval_every == 0 or epoch == config.epochs):
-            epoch_result.metrics = evaluate(core, split.info, x, adj, eval_splits,
+            epoch_result.metrics = evaluate(core, split.info, x, graph.adj, eval_splits,
                                             config.eval_batch_size)
             best = result.best_metrics.get(main_key, float("-inf"))
             if epoch_result.metrics[main_key] > best:

@@ -27,6 +27,12 @@ class TrainingGraph:
     positives: Tensor
     weights: Tensor | None
 
+    def to(self, device: torch.device | str) -> "TrainingGraph":
+        """A copy with every tensor on ``device``."""
+        weights = None if self.weights is None else self.weights.to(device)
+        return TrainingGraph(self.adj.to(device), self.degree.to(device),
+                             self.positives.to(device), weights)
+
 
 def build_adjacency(edges: Tensor, num_nodes: int) -> tuple[Tensor, Tensor]:
     """The undirected, coalesced adjacency of ``edges`` (shape ``[E, 2]``)
