@@ -4,6 +4,7 @@ import json
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -40,21 +41,42 @@ def positives_dataset(
     return ray.data.from_arrow(pairs_table(graph.positives, weight=graph.weights))
 
 
+@dataclass(frozen=True)
+class WorkerGroup:
+    """The DDP workers of one training run: ``num_workers`` workers, each
+    holding ``cpus_per_worker`` CPUs (torch uses that many threads) and one
+    GPU with ``use_gpu``."""
+
+    num_workers: int = 1
+    cpus_per_worker: int = 1
+    use_gpu: bool = False
+
+    def resources(self) -> dict[str, float]:
+        """What the whole group holds of the cluster."""
+        per_worker = self.scaling_config().resources_per_worker
+        return {name: amount * self.num_workers for name, amount in per_worker.items()}
+
+    def scaling_config(self) -> ray.train.ScalingConfig:
+        per_worker = {"CPU": self.cpus_per_worker, **({"GPU": 1} if self.use_gpu else {})}
+        return ray.train.ScalingConfig(num_workers=self.num_workers, use_gpu=self.use_gpu,
+                                       resources_per_worker=per_worker)
+
+
 def train(
     dataset: DatasetArtifact, walks: WalkArtifact | None, config: PLNLPConfig,
-    work_dir: str, num_workers: int = 1, use_gpu: bool = False,
+    work_dir: str, workers: WorkerGroup = WorkerGroup(),
     tracking_uri: str | None = None, run_id: str | None = None,
 ) -> TrainArtifact:
-    """Trains with ``num_workers`` DDP workers and returns the checkpoint of
-    the best validation epoch. With ``run_id``, rank 0 logs every epoch's
-    metrics to that MLflow run."""
+    """Trains with the DDP ``workers`` and returns the checkpoint of the best
+    validation epoch. With ``run_id``, rank 0 logs every epoch's metrics to
+    that MLflow run."""
     trainer = ray.train.torch.TorchTrainer(
         train_worker,
         train_loop_config={
             "config": config.to_dict(), "dataset_dir": dataset.directory,
             "tracking_uri": tracking_uri, "run_id": run_id,
         },
-        scaling_config=ray.train.ScalingConfig(num_workers=num_workers, use_gpu=use_gpu),
+        scaling_config=workers.scaling_config(),
         run_config=ray.train.RunConfig(
             name=f"plnlp-{config.dataset}-{run_id or 'run'}",
             storage_path=str(Path(work_dir).resolve() / "ray_results"),

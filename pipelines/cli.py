@@ -5,6 +5,7 @@ from pathlib import Path
 
 import yaml
 
+from components.train import WorkerGroup
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
@@ -27,14 +28,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         metavar="KEY=VALUE", help="override one setting (repeatable)")
     parser.add_argument("--runs", type=int, default=1, help="independent runs (seeds S..S+N-1)")
     parser.add_argument("--seed", type=int, help="first seed (default: the config's)")
-    parser.add_argument("--num-workers", type=int, default=1, help="Ray Train workers (DDP)")
-    parser.add_argument("--use-gpu", action="store_true", help="one GPU per worker")
+    add_worker_args(parser)
     parser.add_argument("--experiment", help="MLflow experiment (default: plnlp-<dataset>)")
     parser.add_argument("--data-root", help="folder holding OGB datasets "
                                             "(default: $PLNLP_DATA_ROOT, else ./data)")
     parser.add_argument("--work-dir", help="scratch folder for stage outputs, shared by all "
                                            "nodes on a cluster (default: a temporary folder)")
     return parser.parse_args(argv)
+
+
+def add_worker_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--num-workers", type=int, default=1, help="Ray Train workers (DDP)")
+    parser.add_argument("--cpus-per-worker", type=int, default=1,
+                        help="CPUs (torch threads) each worker holds (default: 1)")
+    parser.add_argument("--use-gpu", action="store_true", help="one GPU per worker")
+
+
+def worker_group(args: argparse.Namespace) -> WorkerGroup:
+    return WorkerGroup(args.num_workers, args.cpus_per_worker, args.use_gpu)
 
 
 def resolve_config(args: argparse.Namespace) -> PLNLPConfig:
@@ -52,9 +63,8 @@ def resolve_config(args: argparse.Namespace) -> PLNLPConfig:
                          f"{args.dataset!r}; choose one with --dataset.")
     config = PLNLPConfig.from_mapping(settings)
     config.validate()
-    for flag, value in (("--runs", args.runs), ("--num-workers", args.num_workers)):
-        if value < 1:
-            raise PLNLPError(f"{flag} must be at least 1, got {value}.")
+    if args.runs < 1:
+        raise PLNLPError(f"--runs must be at least 1, got {args.runs}.")
     return config
 
 

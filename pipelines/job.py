@@ -11,33 +11,36 @@ import mlflow
 import ray
 
 from components.tracking import mark_failed
+from components.train import WorkerGroup
 from plnlp_core.datasets import cache_dir
 from plnlp_core.errors import PLNLPError
 
 T = TypeVar("T")
 
 
-def prepare(validate: Callable[[], T], num_workers: int, use_gpu: bool) -> T | None:
+def prepare(validate: Callable[[], T], workers: WorkerGroup) -> T | None:
     """Runs ``validate``, starts or joins Ray and checks the worker group
     fits; on bad input prints one ``error:`` line and returns ``None``."""
     try:
         value = validate()
+        if workers.num_workers < 1 or workers.cpus_per_worker < 1:
+            raise PLNLPError("--num-workers and --cpus-per-worker must be at least 1.")
         ray.init(ignore_reinit_error=True)
-        check_resources(num_workers, use_gpu)
+        check_resources(workers)
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)
         return None
     return value
 
 
-def check_resources(num_workers: int, use_gpu: bool) -> None:
+def check_resources(workers: WorkerGroup) -> None:
     """Refuses a worker group the cluster can never hold (it would wait forever)."""
     available = ray.cluster_resources()
-    need = {"CPU": num_workers, **({"GPU": num_workers} if use_gpu else {})}
-    for name, amount in need.items():
+    for name, amount in workers.resources().items():
         if available.get(name, 0) < amount:
-            raise PLNLPError(f"{num_workers} workers need {amount} {name}s but the Ray cluster "
-                             f"has {available.get(name, 0):g}; lower --num-workers.")
+            raise PLNLPError(f"{workers.num_workers} workers need {amount:g} {name}s but the Ray "
+                             f"cluster has {available.get(name, 0):g}; lower --num-workers or "
+                             "--cpus-per-worker.")
 
 
 def execute(

@@ -7,6 +7,7 @@ records to MLflow at ``MLFLOW_TRACKING_URI`` (else MLflow's local SQLite file).
 """
 import argparse
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone, or by ray job
@@ -20,7 +21,7 @@ from components.evaluate import evaluate_checkpoint  # noqa: E402
 from components.load import load_dataset  # noqa: E402
 from components.tracking import log_config, log_training, summary_metrics  # noqa: E402
 from components.train import train  # noqa: E402
-from pipelines.cli import parse_args, resolve_config  # noqa: E402
+from pipelines.cli import parse_args, resolve_config, worker_group  # noqa: E402
 from pipelines.job import execute, prepare  # noqa: E402
 from plnlp_core.config import PLNLPConfig  # noqa: E402
 from plnlp_core.datasets import resolve_data_root  # noqa: E402
@@ -31,7 +32,7 @@ def run_once(
 ) -> dict:
     """One seed: augment, train, evaluate; logs into the active MLflow run."""
     walks = augment(dataset, config, str(work / "walks")) if config.uses_random_walk else None
-    trained = train(dataset, walks, config, str(work), args.num_workers, args.use_gpu,
+    trained = train(dataset, walks, config, str(work), worker_group(args),
                     mlflow.get_tracking_uri(), mlflow.active_run().info.run_id)
     final = ray.get(evaluate_checkpoint.remote(dataset, trained, config))
     mlflow.log_metrics({**final, "best_epoch": trained.best_epoch})
@@ -42,7 +43,7 @@ def run_once(
 def pipeline(args: argparse.Namespace, config: PLNLPConfig, work: Path) -> dict:
     data_root = str(resolve_data_root(args.data_root).resolve())
     dataset = ray.get(load_dataset.remote(args.dataset, data_root, str(work / "splits")))
-    extra = {"runs": args.runs, "num_workers": args.num_workers, "use_gpu": args.use_gpu}
+    extra = {"runs": args.runs, **asdict(worker_group(args))}
     log_config(config, extra)
     if args.runs == 1:
         return run_once(dataset, config, args, work)
@@ -59,7 +60,7 @@ def pipeline(args: argparse.Namespace, config: PLNLPConfig, work: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    config = prepare(lambda: resolve_config(args), args.num_workers, args.use_gpu)
+    config = prepare(lambda: resolve_config(args), worker_group(args))
     if config is None:
         return 2
     outcome = execute(args.experiment or f"plnlp-{args.dataset}", f"{args.dataset}-{args.preset}",

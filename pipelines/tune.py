@@ -8,6 +8,7 @@ its validation metric.
 """
 import argparse
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone, or by ray job
@@ -22,7 +23,13 @@ from components.evaluate import evaluate_checkpoint  # noqa: E402
 from components.load import load_dataset  # noqa: E402
 from components.tracking import log_config, log_training  # noqa: E402
 from components.train import train  # noqa: E402
-from pipelines.cli import load_preset, parse_overrides, read_mapping  # noqa: E402
+from pipelines.cli import (  # noqa: E402
+    add_worker_args,
+    load_preset,
+    parse_overrides,
+    read_mapping,
+    worker_group,
+)
 from pipelines.job import execute, prepare  # noqa: E402
 from plnlp_core.config import PLNLPConfig  # noqa: E402
 from plnlp_core.datasets import DATASETS, resolve_data_root  # noqa: E402
@@ -44,8 +51,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="fix one setting for every trial")
     parser.add_argument("--num-samples", type=int, help="trials (default: the space's)")
-    parser.add_argument("--num-workers", type=int, default=1, help="DDP workers per trial")
-    parser.add_argument("--use-gpu", action="store_true", help="one GPU per worker")
+    add_worker_args(parser)
     parser.add_argument("--experiment", help="MLflow experiment (default: plnlp-<dataset>-tune)")
     parser.add_argument("--data-root", help="folder holding OGB datasets")
     parser.add_argument("--work-dir", help="scratch folder shared by all nodes on a cluster")
@@ -91,10 +97,10 @@ def trial(params: dict, base: dict, dataset: DatasetArtifact, options: dict) -> 
     with mlflow.start_run(experiment_id=options["experiment_id"],
                           parent_run_id=options["parent_run_id"],
                           run_name=tune.get_context().get_trial_name()) as run:
-        log_config(config, {"num_workers": options["num_workers"]})
+        workers = options["workers"]
+        log_config(config, asdict(workers))
         trained = train(dataset, None, config, options["work_dir"] + f"/{run.info.run_id}",
-                        options["num_workers"], options["use_gpu"], options["tracking_uri"],
-                        run.info.run_id)
+                        workers, options["tracking_uri"], run.info.run_id)
         # Outside the trial's placement group, which holds only its token CPU.
         evaluate = evaluate_checkpoint.options(scheduling_strategy=OUTSIDE_TRIAL)
         final = ray.get(evaluate.remote(dataset, trained, config))
@@ -111,9 +117,9 @@ def sweep(args: argparse.Namespace, space: SearchSpace, work: Path) -> tune.Resu
     options = {"tracking_uri": mlflow.get_tracking_uri(), "work_dir": str(work),
                "parent_run_id": mlflow.active_run().info.run_id,
                "experiment_id": mlflow.active_run().info.experiment_id,
-               "num_workers": args.num_workers, "use_gpu": args.use_gpu}
+               "workers": worker_group(args)}
     cpus = ray.cluster_resources().get("CPU", 1)
-    concurrent = max(1, int(cpus // (args.num_workers + TRIAL_CPU)))
+    concurrent = max(1, int(cpus // (worker_group(args).resources()["CPU"] + TRIAL_CPU)))
     trainable = tune.with_parameters(trial, base=space.base.to_dict(), dataset=dataset,
                                      options=options)
     tuner = tune.Tuner(
@@ -132,7 +138,7 @@ def sweep(args: argparse.Namespace, space: SearchSpace, work: Path) -> tune.Resu
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     space = prepare(lambda: SearchSpace(args.space, args.dataset, args.overrides),
-                    args.num_workers, args.use_gpu)
+                    worker_group(args))
     if space is None:
         return 2
     outcome = execute(args.experiment or f"plnlp-{args.dataset}-tune", f"{args.dataset}-sweep",

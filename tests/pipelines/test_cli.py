@@ -24,6 +24,7 @@ from pipelines.run import main
         (["--dataset", "ddi", "--set", "lr"], "is not KEY=VALUE"),
         (["--dataset", "ddi", "--preset", "huge"], "unknown preset 'huge' for ddi"),
         (["--dataset", "ddi", "--runs", "0"], "--runs must be at least 1"),
+        (["--dataset", "ddi", "--num-workers", "0"], "--num-workers and --cpus-per-worker must"),
         (["--dataset", "citation2", "--set", "predictor=dot", "--set",
           "force_symmetric_predictor=false"],
          "predictor 'dot' is symmetric but ogbl-citation2 is directed"),

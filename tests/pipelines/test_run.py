@@ -73,6 +73,8 @@ def test_corrupt_dataset_marks_the_started_run_failed_with_the_reason(
 def test_too_many_workers_for_the_cluster_is_refused(ray_session, mlflow_store, capsys):
     assert main(["--dataset", "ddi", "--preset", "smoke", "--num-workers", "64"]) == 2
     assert "64 workers need 64 CPUs" in capsys.readouterr().err
+    assert main(["--dataset", "ddi", "--preset", "smoke", "--cpus-per-worker", "3"]) == 2
+    assert "1 workers need 3 CPUs" in capsys.readouterr().err
 
 
 def test_real_ddi_smoke_preset_records_final_hits_20(ray_session, mlflow_store, ddi_root):
