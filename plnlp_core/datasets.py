@@ -125,11 +125,14 @@ def _download(info: DatasetInfo, data_root: Path) -> None:
     try:
         data_root.mkdir(parents=True, exist_ok=True)
         LinkPropPredDataset(name=info.ogb_name, root=str(data_root))
-    except (OSError, urllib.error.URLError) as error:
+    except (OSError, urllib.error.URLError, EOFError, SystemExit) as error:
+        # OGB asks on stdin before downloading over 1 GB; with no one to answer, it fails.
+        reason = "OGB asks before downloading over 1 GB" if isinstance(
+            error, EOFError | SystemExit) else str(error)
         shutil.rmtree(data_root / info.dir_name, ignore_errors=True)
         raise PLNLPError(
             f"{info.ogb_name} is not at {data_root / info.dir_name} and could not be "
-            f"downloaded ({error}); copy OGB's {info.dir_name} folder there, or set "
+            f"downloaded ({reason}); copy OGB's {info.dir_name} folder there, or set "
             "--data-root or PLNLP_DATA_ROOT to a folder that holds it."
         ) from error
 

@@ -102,6 +102,17 @@ def test_missing_dataset_without_network_names_the_path_and_how_to_supply_it(
     assert not (root / "ogbl_ddi").exists()
 
 
+def test_a_download_that_needs_an_answer_on_stdin_is_refused_with_a_way_out(
+        tmp_path, monkeypatch):
+    def asks(*args, **kwargs):
+        raise EOFError("EOF when reading a line")  # OGB's input() for downloads over 1 GB
+
+    monkeypatch.setattr("plnlp_core.datasets.LinkPropPredDataset", asks)
+    with pytest.raises(PLNLPError, match="asks before downloading over 1 GB") as caught:
+        load_ogb(DDI, tmp_path / "empty")
+    assert "PLNLP_DATA_ROOT" in str(caught.value)
+
+
 @pytest.mark.parametrize("name", ["train.pt", "valid.pt", "test.pt"])
 @pytest.mark.parametrize("content", [b"\x80\x02garbage\xff\x00 bytes" * 8, b""],
                          ids=["garbage", "empty"])
@@ -143,14 +154,6 @@ def test_split_file_carrying_code_is_refused_and_never_runs(tmp_path, name, lega
     with pytest.raises(PLNLPError, match="could not be read"):
         load_ogb(DDI, root)
     assert not marker.exists()
-
-
-def test_the_payload_would_run_if_unpickled_unsafely(tmp_path):
-    # proves the refusal above is what keeps the marker away
-    marker, path = tmp_path / "payload-ran", tmp_path / "evil.pt"
-    torch.save({"x": Payload(marker)}, path, _use_new_zipfile_serialization=False)
-    torch.load(path, weights_only=False)
-    assert marker.exists()
 
 
 def test_resolve_data_root_prefers_argument_then_environment_then_data(monkeypatch):

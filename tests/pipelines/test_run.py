@@ -86,3 +86,30 @@ def test_real_ddi_smoke_preset_records_final_hits_20(ray_session, mlflow_store, 
     assert 0.0 < run.data.metrics["final_valid_hits_20"] <= 1.0
     losses = [m.value for m in client.get_metric_history(run.info.run_id, "train_loss")]
     assert len(losses) == 5 and losses[-1] < losses[0]
+
+
+def test_collab_paper_preset_runs_walks_years_and_validation_edges(
+    ray_session, mlflow_store, tmp_path,
+):
+    from tests.standin import write_collab_standin
+
+    root = write_collab_standin(tmp_path / "data")
+    argv = ["--dataset", "collab", "--preset", "paper", "--data-root", str(root), *STANDIN,
+            "--set", "min_train_year=2005"]
+    assert main(argv) == 0
+    _, run, _ = only_run(mlflow_store, "plnlp-collab")
+    assert run.data.params["loss"] == "weighted_hinge_auc"
+    assert run.data.params["valid_as_input"] == "True"
+    assert 0.0 <= run.data.metrics["final_test_hits_50"] <= 1.0
+
+
+def test_citation2_paper_preset_reports_mrr(ray_session, mlflow_store, tmp_path):
+    from tests.standin import write_citation2_standin
+
+    root = write_citation2_standin(tmp_path / "data")
+    assert main(["--dataset", "citation2", "--preset", "paper", "--data-root", str(root),
+                 *STANDIN]) == 0
+    client, run, _ = only_run(mlflow_store, "plnlp-citation2")
+    assert run.data.params["sampler"] == "local"
+    assert 0.0 < run.data.metrics["final_test_mrr"] <= 1.0
+    assert len(client.get_metric_history(run.info.run_id, "valid_mrr")) == 3
