@@ -9,13 +9,14 @@ from torch import Tensor
 
 from components.artifacts import DatasetArtifact, WalkArtifact, atomic_directory
 from components.parquet_io import pairs_table, read_split
+from components.scheduling import ANYWHERE
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.experiment import input_edges
 from plnlp_core.graph import build_adjacency
 from plnlp_core.random_walk import random_walk_pairs, walk_starts
 
 
-@ray.remote(num_cpus=1)
+@ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
 def _walk_chunk(
     rowptr: Tensor, col: Tensor, starts: Tensor, walk_length: int, seed: int, part: Path,
 ) -> int:

@@ -6,13 +6,14 @@ import torch
 
 from components.artifacts import DatasetArtifact, TrainArtifact
 from components.parquet_io import read_split
+from components.scheduling import ANYWHERE
 from components.train import CHECKPOINT_FILE
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.evaluation import evaluate
 from plnlp_core.experiment import build_model, build_training_graph
 
 
-@ray.remote(num_cpus=1)
+@ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
 def evaluate_checkpoint(
     dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig,
 ) -> dict[str, float]:

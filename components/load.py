@@ -5,10 +5,11 @@ import ray
 
 from components.artifacts import DatasetArtifact, atomic_directory
 from components.parquet_io import write_split
+from components.scheduling import ANYWHERE
 from plnlp_core.datasets import DATASETS, load_ogb
 
 
-@ray.remote(num_cpus=1)
+@ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
 def load_dataset(dataset: str, data_root: str, out_dir: str) -> DatasetArtifact:
     """Loads ``dataset`` from ``data_root`` through OGB and writes its
     splits to ``out_dir`` (see :class:`DatasetArtifact`)."""

@@ -16,13 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone
 import mlflow  # noqa: E402
 import ray  # noqa: E402
 from ray import tune  # noqa: E402
-from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy  # noqa: E402
 
 from components.artifacts import DatasetArtifact  # noqa: E402
-from components.evaluate import evaluate_checkpoint  # noqa: E402
 from components.load import load_dataset  # noqa: E402
-from components.tracking import log_config, log_training  # noqa: E402
-from components.train import train  # noqa: E402
+from components.tracking import log_config  # noqa: E402
 from pipelines.cli import (  # noqa: E402
     add_worker_args,
     load_preset,
@@ -31,12 +28,12 @@ from pipelines.cli import (  # noqa: E402
     worker_group,
 )
 from pipelines.job import execute, prepare  # noqa: E402
+from pipelines.stages import train_and_evaluate  # noqa: E402
 from plnlp_core.config import PLNLPConfig  # noqa: E402
 from plnlp_core.datasets import DATASETS, resolve_data_root  # noqa: E402
 from plnlp_core.errors import PLNLPError  # noqa: E402
 
 TRIAL_CPU = 0.01
-OUTSIDE_TRIAL = PlacementGroupSchedulingStrategy(placement_group=None)
 DISTRIBUTIONS = {
     "choice": tune.choice, "grid": tune.grid_search, "uniform": lambda b: tune.uniform(*b),
     "loguniform": lambda b: tune.loguniform(*b), "randint": lambda b: tune.randint(*b),
@@ -97,15 +94,9 @@ def trial(params: dict, base: dict, dataset: DatasetArtifact, options: dict) -> 
     with mlflow.start_run(experiment_id=options["experiment_id"],
                           parent_run_id=options["parent_run_id"],
                           run_name=tune.get_context().get_trial_name()) as run:
-        workers = options["workers"]
-        log_config(config, asdict(workers))
-        trained = train(dataset, None, config, options["work_dir"] + f"/{run.info.run_id}",
-                        workers, options["tracking_uri"], run.info.run_id)
-        # Outside the trial's placement group, which holds only its token CPU.
-        evaluate = evaluate_checkpoint.options(scheduling_strategy=OUTSIDE_TRIAL)
-        final = ray.get(evaluate.remote(dataset, trained, config))
-        mlflow.log_metrics(final)
-        log_training(trained, dataset.meta.metric.replace("@", "_"))
+        log_config(config, asdict(options["workers"]))
+        final = train_and_evaluate(dataset, config, options["workers"],
+                                   Path(options["work_dir"]) / run.info.run_id)
     tune.report(final)
 
 
