@@ -36,11 +36,12 @@ def prepare(validate: Callable[[], T], workers: WorkerGroup) -> T | None:
 def check_resources(workers: WorkerGroup) -> None:
     """Refuses a worker group the cluster can never hold (it would wait forever)."""
     available = ray.cluster_resources()
+    fixes = {"CPU": "lower --num-workers or --cpus-per-worker",
+             "GPU": "lower --num-workers or drop --use-gpu"}
     for name, amount in workers.resources().items():
         if available.get(name, 0) < amount:
             raise PLNLPError(f"{workers.num_workers} workers need {amount:g} {name}s but the Ray "
-                             f"cluster has {available.get(name, 0):g}; lower --num-workers or "
-                             "--cpus-per-worker.")
+                             f"cluster has {available.get(name, 0):g}; {fixes[name]}.")
 
 
 def execute(

@@ -75,6 +75,8 @@ def test_too_many_workers_for_the_cluster_is_refused(ray_session, mlflow_store, 
     assert "64 workers need 64 CPUs" in capsys.readouterr().err
     assert main(["--dataset", "ddi", "--preset", "smoke", "--cpus-per-worker", "3"]) == 2
     assert "1 workers need 3 CPUs" in capsys.readouterr().err
+    assert main(["--dataset", "ddi", "--preset", "smoke", "--use-gpu"]) == 2
+    assert "drop --use-gpu" in capsys.readouterr().err
 
 
 def test_real_ddi_smoke_preset_records_final_hits_20(ray_session, mlflow_store, ddi_root):
