@@ -20,7 +20,13 @@ from mlflow.tracking import MlflowClient
 from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
 from components.parquet_io import column, pairs_table, read_split, table_pairs
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.experiment import EpochResult, build_model, build_training_graph, fit
+from plnlp_core.experiment import (
+    EpochResult,
+    build_model,
+    build_training_graph,
+    fit,
+    training_positives,
+)
 
 CHECKPOINT_FILE = "model.pt"
 BEST_FILE = "best.json"
@@ -36,9 +42,9 @@ def positives_dataset(
     if walks is not None:
         table = pq.read_table(walks.directory)
         walk_pairs, walk_weights = table_pairs(table), column(table, "weight")
-    graph = build_training_graph(split, config, walk_pairs, walk_weights)
+    positives, weights = training_positives(split, config, walk_pairs, walk_weights)
     ray.data.DataContext.get_current().enable_progress_bars = False
-    return ray.data.from_arrow(pairs_table(graph.positives, weight=graph.weights))
+    return ray.data.from_arrow(pairs_table(positives, weight=weights))
 
 
 @dataclass(frozen=True)

@@ -47,13 +47,23 @@ def build_training_graph(
     split: LinkSplit, config: PLNLPConfig, walk_pairs: Tensor | None = None,
     walk_weights: Tensor | None = None,
 ) -> TrainingGraph:
-    """Message-passing adjacency over the observed edges; positives are the
-    observed edges plus any random-walk pairs (weight 1 for edges)."""
-    edges, weights = input_edges(split, config)
+    """Message-passing adjacency over the observed edges, and the
+    positives of :func:`training_positives`."""
+    edges, _ = input_edges(split, config)
     adj, degree = build_adjacency(edges, split.num_nodes)
-    if walk_pairs is not None:
-        edges, weights = append_pairs(edges, weights, walk_pairs, walk_weights)
-    return TrainingGraph(adj, degree, edges, weights)
+    return TrainingGraph(adj, degree, *training_positives(split, config, walk_pairs, walk_weights))
+
+
+def training_positives(
+    split: LinkSplit, config: PLNLPConfig, walk_pairs: Tensor | None = None,
+    walk_weights: Tensor | None = None,
+) -> tuple[Tensor, Tensor | None]:
+    """The pairs to rank and their weights: the observed edges (weight 1, or
+    the dataset's) plus any random-walk pairs."""
+    edges, weights = input_edges(split, config)
+    if walk_pairs is None:
+        return edges, weights
+    return append_pairs(edges, weights, walk_pairs, walk_weights)
 
 
 def build_sampler(
