@@ -1,4 +1,4 @@
-"""Stage ``load``: an OGB dataset to canonical Parquet splits."""
+"""Stage ``load``: an OGB dataset folder to canonical Parquet splits."""
 from pathlib import Path
 
 import ray
@@ -11,8 +11,9 @@ from plnlp_core.datasets import DATASETS, load_ogb
 
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
 def load_dataset(dataset: str, data_root: str, out_dir: str) -> DatasetArtifact:
-    """Loads ``dataset`` from ``data_root`` through OGB and writes its
-    splits to ``out_dir`` (see :class:`DatasetArtifact`)."""
+    """Loads ``dataset`` from OGB's folder under ``data_root`` (see
+    :func:`plnlp_core.datasets.load_ogb`) and writes its splits to
+    ``out_dir`` (see :class:`DatasetArtifact`)."""
     split = load_ogb(DATASETS.get(dataset), Path(data_root))
     with atomic_directory(Path(out_dir)) as scratch:
         meta = write_split(split, scratch)

@@ -21,11 +21,23 @@ def pairs_table(pairs: Tensor, **columns: Tensor | None) -> pa.Table:
 
 
 def table_pairs(table: pa.Table) -> Tensor:
-    return torch.stack([column(table, "src"), column(table, "dst")], dim=-1)
+    """``src`` and ``dst`` as one ``[M, 2]`` tensor (one copy, the stack)."""
+    return torch.from_numpy(
+        np.stack([table.column("src").to_numpy(), table.column("dst").to_numpy()], axis=-1))
 
 
 def column(table: pa.Table, name: str) -> Tensor:
-    return torch.from_numpy(table.column(name).to_numpy().copy())
+    """Column ``name`` as a tensor."""
+    return writable_tensor(table.column(name).to_numpy())
+
+
+def writable_tensor(array: np.ndarray) -> Tensor:
+    """``array`` as a tensor, copied only when it is Arrow's read-only memory."""
+    return torch.from_numpy(array if array.flags.writeable else array.copy())
+
+
+def optional_column(table: pa.Table, name: str) -> Tensor | None:
+    return column(table, name) if name in table.column_names else None
 
 
 def write_split(split: LinkSplit, directory: Path) -> DatasetMeta:
@@ -34,7 +46,11 @@ def write_split(split: LinkSplit, directory: Path) -> DatasetMeta:
         pairs_table(split.train_pos, weight=split.train_weight, year=split.train_year),
         directory / "train.parquet",
     )
-    for name in PAIR_TABLES:
+    pq.write_table(
+        pairs_table(split.valid_pos, weight=split.valid_weight, year=split.valid_year),
+        directory / "valid_pos.parquet",
+    )
+    for name in PAIR_TABLES[1:]:
         pq.write_table(pairs_table(getattr(split, name)), directory / f"{name}.parquet")
     if split.x is not None:
         features = pa.FixedSizeListArray.from_arrays(
@@ -53,17 +69,19 @@ def read_split(directory: Path) -> LinkSplit:
     """Reads what :func:`write_split` wrote."""
     meta = DatasetMeta.read(directory)
     train = pq.read_table(directory / "train.parquet")
-    names = set(train.column_names)
     x = None
     if meta.feature_dim:
         flat = pq.read_table(directory / "node_features.parquet").column("x").combine_chunks()
-        x = torch.from_numpy(np.asarray(flat.flatten())).view(meta.num_nodes, -1)
-    pairs = {name: table_pairs(pq.read_table(directory / f"{name}.parquet"))
-             for name in PAIR_TABLES}
+        x = writable_tensor(np.asarray(flat.flatten())).view(meta.num_nodes, -1)
+    valid = pq.read_table(directory / "valid_pos.parquet")
     return LinkSplit(
         info=DATASETS.get(meta.dataset), num_nodes=meta.num_nodes, x=x,
         train_pos=table_pairs(train),
-        train_weight=column(train, "weight") if "weight" in names else None,
-        train_year=column(train, "year") if "year" in names else None,
-        **pairs,
+        train_weight=optional_column(train, "weight"),
+        train_year=optional_column(train, "year"),
+        valid_pos=table_pairs(valid),
+        **{name: table_pairs(pq.read_table(directory / f"{name}.parquet"))
+           for name in PAIR_TABLES[1:]},
+        valid_weight=optional_column(valid, "weight"),
+        valid_year=optional_column(valid, "year"),
     )

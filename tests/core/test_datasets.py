@@ -1,7 +1,9 @@
 """Loading OGB datasets: a read-only root is only read, a missing or broken
 dataset gives one PLNLPError that says what to do, and a split file that
 carries code is refused without running it."""
+import gzip
 import os
+import shutil
 import urllib.error
 from pathlib import Path
 
@@ -81,10 +83,26 @@ def test_load_ogb_writes_nothing_into_a_read_only_root(read_only_standin):
     assert not any((read_only_standin / "ogbl_ddi" / "processed").iterdir())
 
 
-def test_load_ogb_leaves_no_scratch_files_in_the_cache(read_only_standin, scratch_cache):
+def test_load_ogb_writes_nothing_into_the_cache(read_only_standin, scratch_cache):
     load_ogb(DDI, read_only_standin)
     assert cache_dir() == scratch_cache
-    assert list(scratch_cache.iterdir()) == []
+    assert not scratch_cache.exists() or list(scratch_cache.iterdir()) == []
+
+
+@pytest.mark.parametrize("damage", ["deleted", "garbled"])
+def test_load_ogb_never_reads_the_raw_edge_list(tmp_path, damage):
+    root = write_ddi_standin(tmp_path / "data")
+    expected = load_ogb(DDI, root)
+    edge_list = root / "ogbl_ddi" / "raw" / "edge.csv.gz"
+    if damage == "deleted":
+        edge_list.unlink()
+    else:
+        edge_list.write_bytes(b"not gzip at all")
+    before = snapshot(root)
+    split = load_ogb(DDI, root)
+    assert snapshot(root) == before
+    assert torch.equal(split.train_pos, expected.train_pos)
+    assert torch.equal(split.test_neg, expected.test_neg)
 
 
 def test_missing_dataset_without_network_names_the_path_and_how_to_supply_it(
@@ -125,10 +143,53 @@ def test_corrupt_split_file_gives_plnlp_error_naming_the_folder(tmp_path, name, 
     assert "fresh copy" in str(caught.value)
 
 
-def test_corrupt_raw_edge_file_gives_plnlp_error(tmp_path):
+@pytest.mark.parametrize("content", [b"not gzip at all", gzip.compress(b""),
+                                     gzip.compress(b"4267\n")[:12], gzip.compress(b"many\n")],
+                         ids=["garbled", "empty", "truncated", "not-a-number"])
+def test_damaged_node_count_gives_plnlp_error_naming_the_file(tmp_path, content):
     root = write_ddi_standin(tmp_path / "data")
-    (root / "ogbl_ddi" / "raw" / "edge.csv.gz").write_bytes(b"not gzip at all")
-    with pytest.raises(PLNLPError, match="could not be read"):
+    (root / "ogbl_ddi" / "raw" / "num-node-list.csv.gz").write_bytes(content)
+    with pytest.raises(PLNLPError, match="could not be read") as caught:
+        load_ogb(DDI, root)
+    assert "raw/num-node-list.csv.gz" in str(caught.value)
+    assert "fresh copy" in str(caught.value)
+
+
+def test_a_node_count_below_the_split_s_nodes_gives_plnlp_error(tmp_path):
+    root = write_ddi_standin(tmp_path / "data")
+    (root / "ogbl_ddi" / "raw" / "num-node-list.csv.gz").write_bytes(gzip.compress(b"10\n"))
+    with pytest.raises(PLNLPError, match=r"names nodes outside 0\.\.9"):
+        load_ogb(DDI, root)
+
+
+@pytest.mark.parametrize("missing", ["split/target", "split/target/valid.pt",
+                                     "raw/num-node-list.csv.gz"])
+def test_missing_part_of_the_folder_gives_plnlp_error_naming_it(tmp_path, missing):
+    root = write_ddi_standin(tmp_path / "data")
+    path = root / "ogbl_ddi" / missing
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+    with pytest.raises(PLNLPError, match="could not be read") as caught:
+        load_ogb(DDI, root)
+    assert f"{missing} is missing" in str(caught.value)
+
+
+def test_truncated_split_file_gives_plnlp_error_naming_it(tmp_path):
+    root = write_ddi_standin(tmp_path / "data")
+    train = root / "ogbl_ddi" / "split" / "target" / "train.pt"
+    train.write_bytes(train.read_bytes()[:-100])
+    with pytest.raises(PLNLPError, match="split/target/train.pt is truncated"):
+        load_ogb(DDI, root)
+
+
+def test_split_file_of_the_wrong_shape_gives_plnlp_error(tmp_path):
+    root = write_ddi_standin(tmp_path / "data")
+    edges = np.zeros((4, 3), dtype=np.int64)
+    valid = root / "ogbl_ddi" / "split" / "target" / "valid.pt"
+    torch.save({"edge": edges, "edge_neg": edges}, valid)
+    with pytest.raises(PLNLPError, match=r"'edge' is \(4, 3\), not \[M, 2\]"):
         load_ogb(DDI, root)
 
 
@@ -142,7 +203,7 @@ class Payload:
         return os.system, (f"touch {self.marker}",)
 
 
-@pytest.mark.parametrize("name", ["train.pt", "test.pt", "split_dict.pt"])
+@pytest.mark.parametrize("name", ["train.pt", "valid.pt", "test.pt", "split_dict.pt"])
 @pytest.mark.parametrize("legacy", [True, False], ids=["legacy", "zipfile"])
 def test_split_file_carrying_code_is_refused_and_never_runs(tmp_path, name, legacy):
     root = write_ddi_standin(tmp_path / "data")
