@@ -4,8 +4,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from plnlp_core.losses import LossFn
-from plnlp_core.sampling import NegativeSampler, share_negatives
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.losses import LOSSES, LossFn
+from plnlp_core.sampling import NegativeSampler, draw_negatives
 
 
 @dataclass
@@ -15,34 +16,60 @@ class PairBatch:
     Attributes:
         pos (Tensor): Positive pairs, shape ``[m, 2]``.
         weight (Tensor, optional): Their weights, shape ``[m]``.
-        neg (Tensor): The distinct negative pairs, shape ``[m, 2]``.
-        share_index (Tensor): Which negatives each positive is ranked
-            against, shape ``[m, num_neg]`` (see :func:`share_negatives`).
+        neg (Tensor): The distinct negative pairs, shape ``[n, 2]``.
+        neg_index (Tensor): Which negatives each positive is ranked
+            against, shape ``[m, num_neg]`` (see :func:`draw_negatives`).
     """
 
     pos: Tensor
     weight: Tensor | None
     neg: Tensor
-    share_index: Tensor
+    neg_index: Tensor
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """How a step ranks and updates.
+
+    Attributes:
+        loss_fn (LossFn): The ranking loss.
+        num_neg (int): Negatives per positive.
+        negatives (str): ``"shared"`` or ``"independent"``.
+        l2 (float): Weight of the L2 penalty.
+        clip_grad_norm (float, optional): Clip the encoder's and the
+            predictor's gradients to this norm.
+        world_size (int): DDP workers sharing the global batch.
+    """
+
+    loss_fn: LossFn
+    num_neg: int = 1
+    negatives: str = "shared"
+    l2: float = 0.0
+    clip_grad_norm: float | None = None
+    world_size: int = 1
+
+    @classmethod
+    def from_config(cls, config: PLNLPConfig, world_size: int = 1) -> "StepOptions":
+        return cls(LOSSES.get(config.loss), config.num_neg, config.negatives, config.l2,
+                   config.clip_grad_norm, world_size)
 
 
 def draw_batch(
     pos: Tensor, weight: Tensor | None, sampler: NegativeSampler, num_neg: int,
-    generator: torch.Generator | None = None,
+    negatives: str = "shared", generator: torch.Generator | None = None,
 ) -> PairBatch:
-    """Draws ``m`` negatives for ``m`` positives and shares them ``num_neg`` ways."""
-    neg = sampler(pos, generator)
-    index = share_negatives(pos.size(0), num_neg, generator).to(pos.device)
-    return PairBatch(pos, weight, neg, index)
+    """Draws the ``num_neg`` negatives of each positive (:func:`draw_negatives`)."""
+    drawn = draw_negatives(pos, sampler, num_neg, negatives, generator)
+    return PairBatch(pos, weight, drawn.pairs, drawn.index)
 
 
 def train_step(
     model: nn.Module, optimizer: torch.optim.Optimizer, x: Tensor | None, adj: Tensor,
-    batch: PairBatch, loss_fn: LossFn, l2: float, world_size: int = 1,
+    batch: PairBatch, options: StepOptions,
 ) -> float:
     r"""One step on ``batch``: positives and the distinct negatives are
     scored together in one forward pass, each negative once, then the
-    loss ranks every positive above its ``num_neg`` shared negatives,
+    loss ranks every positive above its ``num_neg`` negatives,
 
     .. math::
         \mathcal{L} = \sum_{i=1}^{m} \sum_{t=1}^{K}
@@ -52,39 +79,45 @@ def train_step(
     Under DDP each of ``world_size`` workers holds a shard of the global
     batch and gradients are averaged, so the local ranking sum is scaled by
     ``world_size`` and the L2 term is added once overall: the update equals
-    one worker's on the whole batch.
+    one worker's on the whole batch. With ``clip_grad_norm`` the encoder's
+    and the predictor's gradients are clipped after averaging.
 
     Returns:
         The loss of this worker's shard (unscaled, without L2).
     """
     m = batch.pos.size(0)
     scores = model(x, adj, torch.cat([batch.pos, batch.neg]))
-    ranking = loss_fn(scores[:m], scores[m:][batch.share_index], batch.weight)
-    loss = ranking * world_size
-    if l2 > 0:
-        loss = loss + l2 * sum(p.square().sum() for p in model.parameters())
+    ranking = options.loss_fn(scores[:m], scores[m:][batch.neg_index], batch.weight)
+    loss = ranking * options.world_size
+    if options.l2 > 0:
+        loss = loss + options.l2 * sum(p.square().sum() for p in model.parameters())
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
+    if options.clip_grad_norm is not None:
+        core = model.module if hasattr(model, "module") else model
+        core.clip_gradients(options.clip_grad_norm)
     optimizer.step()
     return float(ranking.detach())
 
 
 def train_epoch(
     model: nn.Module, optimizer: torch.optim.Optimizer, x: Tensor | None, adj: Tensor,
-    positives: Tensor, weights: Tensor | None, sampler: NegativeSampler, loss_fn: LossFn,
-    num_neg: int, batch_size: int, l2: float, world_size: int = 1,
-    generator: torch.Generator | None = None,
+    positives: Tensor, weights: Tensor | None, sampler: NegativeSampler, options: StepOptions,
+    batch_size: int, generator: torch.Generator | None = None, max_batches: int | None = None,
 ) -> float:
-    """One pass over ``positives`` in shuffled batches of ``batch_size``.
+    """One pass over ``positives`` in shuffled batches of ``batch_size``,
+    stopping after ``max_batches`` batches when given.
 
     Returns:
-        The mean ranking loss per positive pair.
+        The mean ranking loss per positive pair trained on.
     """
     model.train()
-    total = 0.0
+    total, seen = 0.0, 0
     order = torch.randperm(positives.size(0), generator=generator, device=positives.device)
-    for index in order.split(batch_size):
+    for index in order.split(batch_size)[:max_batches]:
         weight = None if weights is None else weights[index]
-        batch = draw_batch(positives[index], weight, sampler, num_neg, generator)
-        total += train_step(model, optimizer, x, adj, batch, loss_fn, l2, world_size)
-    return total / max(positives.size(0), 1)
+        batch = draw_batch(positives[index], weight, sampler, options.num_neg,
+                           options.negatives, generator)
+        total += train_step(model, optimizer, x, adj, batch, options)
+        seen += index.numel()
+    return total / max(seen, 1)

@@ -1,7 +1,9 @@
-"""Negative samplers (paper §4.4) and negative sample sharing.
+"""Negative samplers (paper §4.4) and how negatives are formed per positive.
 
-A sampler is built from the training graph and, given ``m`` positive pairs,
-returns ``m`` negative pairs that are never a training edge nor a self-loop.
+A sampler is built from the observed graph and, given ``m`` positive pairs,
+returns ``m`` negative pairs that are never an observed edge nor a self-loop;
+:func:`draw_negatives` turns draws into ``num_neg`` negatives per positive,
+shared or independent.
 """
 from plnlp_core.registry import Registry
 from plnlp_core.sampling.base import NegativeSampler
@@ -10,6 +12,16 @@ SAMPLERS: Registry[type[NegativeSampler]] = Registry("sampler")
 
 from plnlp_core.sampling.global_sampler import GlobalSampler  # noqa: E402
 from plnlp_core.sampling.local_sampler import LocalSampler  # noqa: E402
+from plnlp_core.sampling.negatives import NEGATIVE_MODES, Negatives, draw_negatives  # noqa: E402
 from plnlp_core.sampling.sharing import share_negatives  # noqa: E402
 
-__all__ = ["SAMPLERS", "GlobalSampler", "LocalSampler", "NegativeSampler", "share_negatives"]
+__all__ = [
+    "NEGATIVE_MODES",
+    "SAMPLERS",
+    "GlobalSampler",
+    "LocalSampler",
+    "NegativeSampler",
+    "Negatives",
+    "draw_negatives",
+    "share_negatives",
+]

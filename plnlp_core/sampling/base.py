@@ -7,14 +7,17 @@ from plnlp_core.errors import PLNLPError
 
 class NegativeSampler:
     r"""Draws one negative pair per positive pair by rejection: a candidate
-    that is a training edge or a self-loop is drawn again.
+    that is an observed edge or a self-loop is drawn again.
 
-    Subclasses say how candidates are drawn in :meth:`propose`.
+    Subclasses say how candidates are drawn in :meth:`propose`, and whether
+    a negative keeps its positive's anchor :math:`v_i` (:attr:`anchored`).
 
     Args:
-        edge_set (EdgeSet): The training edges to avoid.
+        edge_set (EdgeSet): The observed edges to avoid.
         max_rounds (int): How many redraws before giving up. (default: ``100``)
     """
+
+    anchored = False
 
     def __init__(self, edge_set: EdgeSet, max_rounds: int = 100) -> None:
         self.edge_set = edge_set
@@ -33,7 +36,11 @@ class NegativeSampler:
 
     def __call__(self, pos: Tensor, generator: torch.Generator | None = None) -> Tensor:
         """Returns negatives of shape ``[m, 2]`` for positives ``[m, 2]``."""
-        neg = self.propose(pos, generator)
+        return self.repair(self.propose(pos, generator), pos, generator)
+
+    def repair(self, neg: Tensor, pos: Tensor, generator: torch.Generator | None = None) -> Tensor:
+        """Redraws, for the positive of the same row, every pair of ``neg``
+        that is an observed edge or a self-loop; ``neg`` is changed in place."""
         bad = self._rejected(neg)
         for _ in range(self.max_rounds):
             if not bad.any():

@@ -14,13 +14,16 @@ class LocalSampler(NegativeSampler):
     .. math::
         v_k \sim P(k) \propto \deg(v_k)^{\alpha},
 
-    which is uniform for :math:`\alpha = 0`.
+    which is uniform for :math:`\alpha = 0`. Every negative keeps the anchor,
+    also when negatives are shared (:func:`draw_negatives`).
 
     Args:
         edge_set (EdgeSet): The training edges to avoid.
         degree (Tensor): Node degrees in the training graph, shape ``[N]``.
         degree_power (float): The exponent :math:`\alpha`. (default: ``0.0``)
     """
+
+    anchored = True
 
     def __init__(self, edge_set: EdgeSet, degree: Tensor, degree_power: float = 0.0) -> None:
         super().__init__(edge_set)

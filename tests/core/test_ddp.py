@@ -7,6 +7,7 @@ import os
 import traceback
 from pathlib import Path
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -16,8 +17,7 @@ from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import DATASETS
 from plnlp_core.experiment import build_model
 from plnlp_core.graph import build_adjacency
-from plnlp_core.losses import LOSSES
-from plnlp_core.training import PairBatch, train_step
+from plnlp_core.training import PairBatch, StepOptions, train_step
 
 NUM_NODES = 16
 # dropout 0 so both runs compute the same forward pass; an MLP predictor so
@@ -59,15 +59,16 @@ def global_batch(shards: list[PairBatch]) -> PairBatch:
     return PairBatch(
         torch.cat([s.pos for s in shards]), torch.cat([s.weight for s in shards]),
         torch.cat([s.neg for s in shards]),
-        torch.cat([shards[0].share_index, shards[1].share_index + offset]),
+        torch.cat([shards[0].neg_index, shards[1].neg_index + offset]),
     )
 
 
-def one_step(model: torch.nn.Module, batch: PairBatch, world_size: int) -> float:
+def one_step(model: torch.nn.Module, batch: PairBatch, world_size: int,
+             clip: float | None = None) -> float:
     adj, _ = build_adjacency(graph_edges(), NUM_NODES)
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
-    return train_step(model, optimizer, None, adj, batch, LOSSES.get(CONFIG.loss), L2,
-                      world_size)
+    options = StepOptions.from_config(CONFIG.replace(l2=L2, clip_grad_norm=clip), world_size)
+    return train_step(model, optimizer, None, adj, batch, options)
 
 
 def fresh_model(initial: Path) -> torch.nn.Module:
@@ -76,7 +77,8 @@ def fresh_model(initial: Path) -> torch.nn.Module:
     return model
 
 
-def worker(rank: int, world_size: int, port: int, initial: str, out_dir: str) -> None:
+def worker(rank: int, world_size: int, port: int, initial: str, out_dir: str,
+           clip: float | None) -> None:
     """One DDP worker: steps on its shard and saves its parameters."""
     with open(Path(out_dir) / f"rank{rank}.err", "w") as err:
         faulthandler.dump_traceback_later(WORKER_TIMEOUT_S, exit=True, file=err)
@@ -89,7 +91,7 @@ def worker(rank: int, world_size: int, port: int, initial: str, out_dir: str) ->
             dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
                                     timeout=timeout)
             model = DistributedDataParallel(fresh_model(Path(initial)))
-            one_step(model, shard_batches()[rank], world_size)
+            one_step(model, shard_batches()[rank], world_size, clip)
             torch.save(model.module.state_dict(), Path(out_dir) / f"rank{rank}.pt")
             dist.destroy_process_group()
         except BaseException:
@@ -99,7 +101,8 @@ def worker(rank: int, world_size: int, port: int, initial: str, out_dir: str) ->
             faulthandler.cancel_dump_traceback_later()
 
 
-def run_workers(world_size: int, initial: Path, out_dir: Path) -> list[dict]:
+def run_workers(world_size: int, initial: Path, out_dir: Path,
+                clip: float | None = None) -> list[dict]:
     """Spawns ``world_size`` workers and returns each one's final state.
     The rendezvous store lives here, on a port the OS picks, so no other
     program can take the port between choosing and binding it."""
@@ -107,7 +110,8 @@ def run_workers(world_size: int, initial: Path, out_dir: Path) -> list[dict]:
     store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, wait_for_workers=False)
     port = store.port
     processes = [context.Process(target=worker,
-                                 args=(rank, world_size, port, str(initial), str(out_dir)))
+                                 args=(rank, world_size, port, str(initial), str(out_dir),
+                                       clip))
                  for rank in range(world_size)]
     for process in processes:
         process.start()
@@ -125,18 +129,20 @@ def run_workers(world_size: int, initial: Path, out_dir: Path) -> list[dict]:
             for rank in range(world_size)]
 
 
-def test_two_ddp_workers_match_one_worker_after_a_step_on_the_same_global_batch(tmp_path):
+# clip 0.05 is far below these gradients' norms, so clipping is active
+@pytest.mark.parametrize("clip", [None, 0.05])
+def test_two_ddp_workers_match_one_worker_after_a_step_on_the_same_global_batch(tmp_path, clip):
     torch.manual_seed(0)
     initial = tmp_path / "initial.pt"
     torch.save(build_model(CONFIG, DATASETS.get("ddi"), NUM_NODES).state_dict(), initial)
 
     single = fresh_model(initial)
-    one_step(single, global_batch(shard_batches()), world_size=1)
+    one_step(single, global_batch(shard_batches()), world_size=1, clip=clip)
     expected = single.state_dict()
 
     out_dir = tmp_path / "ddp"
     out_dir.mkdir()
-    rank0, rank1 = run_workers(2, initial, out_dir)
+    rank0, rank1 = run_workers(2, initial, out_dir, clip)
 
     start = torch.load(initial, weights_only=True)
     assert any(not torch.allclose(start[k], expected[k]) for k in start)

@@ -8,7 +8,7 @@ from plnlp_core.graph import build_adjacency
 from plnlp_core.losses import auc_loss
 from plnlp_core.nn import GNNEncoder, NodeInput, PLNLPModel
 from plnlp_core.sampling import share_negatives
-from plnlp_core.training import PairBatch, train_step
+from plnlp_core.training import PairBatch, StepOptions, train_step
 
 
 @pytest.mark.parametrize(("m", "num_neg"), [(7, 1), (7, 3), (50, 5)])
@@ -63,7 +63,7 @@ def test_train_step_scores_each_distinct_negative_once_and_ranks_m_times_num_neg
         expected_neg_scores = model(None, adj, neg)
     counter.rows.clear()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
-    train_step(model, optimizer, None, adj, batch, recording_loss, l2=0.0)
+    train_step(model, optimizer, None, adj, batch, StepOptions(recording_loss))
 
     assert counter.rows == [2 * m]
     assert seen["pos"].shape == (m,)
