@@ -50,9 +50,8 @@ from plnlp_core.datasets import DATASETS, LinkSplit, load_ogb, resolve_data_root
 from plnlp_core.errors import PLNLPError  # noqa: E402
 from plnlp_core.evaluation import evaluate  # noqa: E402
 from plnlp_core.experiment import build_model, build_sampler, build_training_graph  # noqa: E402
-from plnlp_core.losses import LOSSES, LossFn  # noqa: E402
 from plnlp_core.sampling import NegativeSampler  # noqa: E402
-from plnlp_core.training import draw_batch, train_epoch, train_step  # noqa: E402
+from plnlp_core.training import StepOptions, draw_batch, train_epoch, train_step  # noqa: E402
 
 PRESETS_FILE = ROOT / "pipelines" / "presets" / "ddi.yaml"
 EXTRAPOLATED_BY_DEFAULT = ("paper",)
@@ -134,7 +133,7 @@ def bench_preset(
     x = None if split.x is None else split.x.to(device)
     adj, positives, weights = graph.adj, graph.positives, graph.weights
     sampler = build_sampler(config, split, graph, device)
-    loss_fn = LOSSES.get(config.loss)
+    options = StepOptions.from_config(config)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     generator = torch.Generator(device).manual_seed(config.seed)
     num_pos, batch_size = positives.size(0), config.batch_size
@@ -142,8 +141,9 @@ def bench_preset(
 
     def step(index: torch.Tensor) -> float:
         weight = None if weights is None else weights[index]
-        batch = draw_batch(positives[index], weight, sampler, config.num_neg, generator)
-        return train_step(model, optimizer, x, adj, batch, loss_fn, config.l2)
+        batch = draw_batch(positives[index], weight, sampler, config.num_neg,
+                           config.negatives, generator)
+        return train_step(model, optimizer, x, adj, batch, options)
 
     def shuffled_batches() -> list[torch.Tensor]:
         order = torch.randperm(num_pos, generator=generator, device=device)
@@ -155,15 +155,15 @@ def bench_preset(
     if full_epoch:
         timed_batches = epoch_batches
         epoch_s, _ = timed(device, lambda: train_epoch(
-            model, optimizer, x, adj, positives, weights, sampler, loss_fn, config.num_neg,
-            batch_size, config.l2, 1, generator))
+            model, optimizer, x, adj, positives, weights, sampler, options, batch_size,
+            generator))
     else:
         timed_batches = min(batches or 3, epoch_batches)
         chosen = shuffled_batches()[:timed_batches]
         seconds, _ = timed(device, lambda: [step(index) for index in chosen])
         epoch_s = seconds / timed_batches * epoch_batches
 
-    phases = time_phases(model, optimizer, x, adj, positives, weights, sampler, loss_fn,
+    phases = time_phases(model, optimizer, x, adj, positives, weights, sampler, options,
                          config, generator, device, batches or 3) if breakdown else None
     eval_splits = {"valid": (split.valid_pos, split.valid_neg),
                    "test": (split.test_pos, split.test_neg)}
@@ -190,7 +190,7 @@ def bench_preset(
 def time_phases(
     model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor | None,
     adj: torch.Tensor, positives: torch.Tensor, weights: torch.Tensor | None,
-    sampler: NegativeSampler, loss_fn: LossFn, config: PLNLPConfig,
+    sampler: NegativeSampler, options: StepOptions, config: PLNLPConfig,
     generator: torch.Generator | None, device: torch.device, reps: int,
 ) -> dict[str, float]:
     """Mean milliseconds per phase over ``reps`` full-size batches. The step is the
@@ -206,7 +206,8 @@ def time_phases(
         marks: list[float] = []
         _mark(marks, device)
         weight = None if weights is None else weights[index]
-        batch = draw_batch(positives[index], weight, sampler, config.num_neg, generator)
+        batch = draw_batch(positives[index], weight, sampler, config.num_neg,
+                           config.negatives, generator)
         _mark(marks, device)
         optimizer.zero_grad(set_to_none=True)
         h = model.encode(x, adj)
@@ -215,11 +216,13 @@ def time_phases(
         scores = model.score(h_cut, torch.cat([batch.pos, batch.neg]))
         _mark(marks, device)
         m = batch.pos.size(0)
-        loss = loss_fn(scores[:m], scores[m:][batch.share_index], batch.weight)
+        loss = options.loss_fn(scores[:m], scores[m:][batch.neg_index], batch.weight)
         _mark(marks, device)
         loss.backward()
         _mark(marks, device)
         h.backward(h_cut.grad)
+        if options.clip_grad_norm is not None:
+            model.clip_gradients(options.clip_grad_norm)
         _mark(marks, device)
         optimizer.step()
         _mark(marks, device)

@@ -9,9 +9,13 @@ from plnlp_core.datasets import DATASETS, DatasetInfo
 from plnlp_core.errors import PLNLPError
 from plnlp_core.losses import LOSSES, WEIGHTED_LOSSES
 from plnlp_core.nn import ENCODERS, NODE_INPUTS, PREDICTORS
-from plnlp_core.sampling import SAMPLERS
+from plnlp_core.sampling import NEGATIVE_MODES, SAMPLERS
 
-WALK_STARTS = ("all", "train_endpoints")
+WALK_STARTS = ("all", "train_endpoints", "edge_endpoints")
+WALK_POSITIVES = ("union", "walks")
+EDGE_MARGINS = ("normalized", "raw")
+LR_DECAYS = ("none", "linear")
+SELECT_BEST = ("first", "last")
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,7 @@ class PLNLPConfig:
     hidden_channels: int = 256
     encoder_layers: int = 2
     dropout: float = 0.0
+    activate_last_layer: bool = False
     # predictor (§4.2)
     predictor: str = "dot"
     predictor_hidden: int = 256
@@ -35,22 +40,30 @@ class PLNLPConfig:
     # objective (§4.3)
     loss: str = "auc"
     l2: float = 0.0
+    edge_margin: str = "normalized"
     # negative sampling (§4.4)
     sampler: str = "global"
     num_neg: int = 1
+    negatives: str = "shared"
     degree_power: float = 0.0
     # random-walk augmentation (§4.5); walk_length 0 turns it off
     walk_length: int = 0
     walk_starts: str = "all"
+    walk_rounds: int = 1
+    walk_positives: str = "union"
     # graph and training edges
     valid_as_input: bool = False
     min_train_year: int | None = None
     # optimisation and evaluation
     lr: float = 0.001
+    lr_decay: str = "none"
+    clip_grad_norm: float | None = None
     epochs: int = 100
     batch_size: int = 65536
+    max_batches_per_epoch: int | None = None
     eval_every: int = 1
     eval_batch_size: int = 262144
+    select_best: str = "first"
     seed: int = 0
 
     @classmethod
@@ -65,8 +78,12 @@ class PLNLPConfig:
                     f"unknown setting {key!r}; valid settings are: {', '.join(fields)}."
                 )
             _check_type(key, value, hints[key])
-        values = {k: float(v) if hints[k] is float else v for k, v in settings.items()}
+        values = {k: _as_declared(v, hints[k]) for k, v in settings.items()}
         return cls(**values)
+
+    @classmethod
+    def setting_names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
 
     def replace(self, **changes: object) -> "PLNLPConfig":
         return type(self).from_mapping({**dataclasses.asdict(self), **changes})
@@ -86,13 +103,19 @@ class PLNLPConfig:
         PREDICTORS.get(self.predictor)
         LOSSES.get(self.loss)
         SAMPLERS.get(self.sampler)
-        _check_choice("node_input", self.node_input, NODE_INPUTS)
-        _check_choice("walk_starts", self.walk_starts, WALK_STARTS)
+        for key, choices in (("node_input", NODE_INPUTS), ("walk_starts", WALK_STARTS),
+                             ("walk_positives", WALK_POSITIVES), ("edge_margin", EDGE_MARGINS),
+                             ("negatives", NEGATIVE_MODES), ("lr_decay", LR_DECAYS),
+                             ("select_best", SELECT_BEST)):
+            _check_choice(key, getattr(self, key), choices)
         for key in ("embedding_dim", "hidden_channels", "encoder_layers", "predictor_hidden",
                     "predictor_layers", "num_neg", "epochs", "batch_size", "eval_every",
-                    "eval_batch_size"):
-            if getattr(self, key) < 1:
+                    "eval_batch_size", "walk_rounds", "max_batches_per_epoch"):
+            if getattr(self, key) is not None and getattr(self, key) < 1:
                 raise PLNLPError(f"{key} must be at least 1, got {getattr(self, key)}.")
+        if self.clip_grad_norm is not None and self.clip_grad_norm <= 0:
+            raise PLNLPError(f"clip_grad_norm must be positive or null (off), "
+                             f"got {self.clip_grad_norm}.")
         for key in ("dropout", "predictor_dropout"):
             if not 0.0 <= getattr(self, key) < 1.0:
                 raise PLNLPError(f"{key} must be in [0, 1), got {getattr(self, key)}.")
@@ -101,6 +124,11 @@ class PLNLPConfig:
                 raise PLNLPError(f"{key} must be positive, got {getattr(self, key)}.")
         if self.walk_length < 0:
             raise PLNLPError(f"walk_length must be 0 (off) or positive, got {self.walk_length}.")
+        if not self.uses_random_walk and (self.walk_rounds > 1 or self.walk_positives == "walks"):
+            raise PLNLPError(
+                "walk_rounds and walk_positives=walks need random walks; set walk_length to a "
+                "positive length or leave them at their defaults."
+            )
         self._validate_against(info)
         return info
 
@@ -116,10 +144,12 @@ class PLNLPConfig:
                 f"predictor {self.predictor!r} is symmetric but {info.ogb_name} is directed; use "
                 "bilinear or mlp_concat, or set force_symmetric_predictor=true."
             )
-        if self.loss in WEIGHTED_LOSSES and not (self.uses_random_walk or info.edge_weights):
+        if (self.loss in WEIGHTED_LOSSES and self.edge_margin == "raw"
+                and not (self.uses_random_walk or info.edge_weights)):
             raise PLNLPError(
-                f"loss {self.loss!r} needs a weight per positive pair, and {info.ogb_name} has no "
-                "edge weights; set walk_length to a positive length to add random-walk pairs."
+                f"loss {self.loss!r} with edge_margin raw needs edge weights, and "
+                f"{info.ogb_name} has none; set edge_margin=normalized, or walk_length to a "
+                "positive length to add random-walk pairs."
             )
         if self.min_train_year is not None and not info.edge_years:
             raise PLNLPError(
@@ -131,6 +161,13 @@ class PLNLPConfig:
 def _check_choice(key: str, value: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise PLNLPError(f"unknown {key} {value!r}; choose one of: {', '.join(choices)}.")
+
+
+def _as_declared(value: object, hint: object) -> object:
+    """An int given for a float setting, as a float."""
+    floats = float in (typing.get_args(hint) or (hint,))
+    return float(value) if floats and isinstance(value, int) and not isinstance(value, bool) \
+        else value
 
 
 def _check_type(key: str, value: object, hint: object) -> None:

@@ -1,5 +1,6 @@
 """The message-passing graph and the training positives an experiment uses."""
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -8,6 +9,10 @@ from torch_geometric.utils import degree, to_torch_csr_tensor, to_undirected
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
 warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")
+
+WalkRounds = Sequence[tuple[Tensor, Tensor]]
+"""Independent sets of random-walk pairs and their weights; epoch ``e``
+trains on set ``(e - 1) mod R``."""
 
 
 @dataclass
@@ -18,20 +23,31 @@ class TrainingGraph:
         adj (Tensor): Sparse CSR adjacency, shape ``[N, N]``, undirected, for
             message passing.
         degree (Tensor): Node degrees in ``adj``, shape ``[N]``.
-        positives (Tensor): Positive pairs to rank, shape ``[M, 2]``.
+        positives (Tensor): Positive pairs ranked every epoch, shape ``[M, 2]``.
         weights (Tensor, optional): Per-positive weights (margins), shape ``[M]``.
+        walks (WalkRounds, optional): Random-walk pairs added to the
+            positives, one round per epoch in turn.
     """
 
     adj: Tensor
     degree: Tensor
     positives: Tensor
     weights: Tensor | None
+    walks: WalkRounds | None = None
 
     def to(self, device: torch.device | str) -> "TrainingGraph":
-        """A copy with every tensor on ``device``."""
+        """A copy with every tensor on ``device`` (walk rounds move per epoch)."""
         weights = None if self.weights is None else self.weights.to(device)
         return TrainingGraph(self.adj.to(device), self.degree.to(device),
-                             self.positives.to(device), weights)
+                             self.positives.to(device), weights, self.walks)
+
+    def epoch_positives(self, epoch: int) -> tuple[Tensor, Tensor | None]:
+        """The pairs and weights epoch ``epoch`` (from 1) ranks."""
+        if not self.walks:
+            return self.positives, self.weights
+        pairs, weights = self.walks[(epoch - 1) % len(self.walks)]
+        device = self.positives.device
+        return append_pairs(self.positives, self.weights, pairs.to(device), weights.to(device))
 
 
 def build_adjacency(edges: Tensor, num_nodes: int) -> tuple[Tensor, Tensor]:
@@ -58,6 +74,25 @@ def append_pairs(
     """Adds ``pairs`` to the positives; a side without weights counts 1 each."""
     if weights is None and pair_weights is None:
         return torch.cat([edges, pairs]), None
-    weights = torch.ones(edges.size(0)) if weights is None else weights
-    pair_weights = torch.ones(pairs.size(0)) if pair_weights is None else pair_weights
+    weights = _ones(edges) if weights is None else weights
+    pair_weights = _ones(pairs) if pair_weights is None else pair_weights
     return torch.cat([edges, pairs]), torch.cat([weights.float(), pair_weights.float()])
+
+
+def normalized_margins(edges: Tensor, weights: Tensor | None, num_nodes: int) -> Tensor:
+    r"""Each edge's weight normalised by its endpoints' weighted degrees,
+
+    .. math::
+        \gamma_{ij} = \frac{w_{ij}}{\sqrt{d_i d_j}}, \qquad
+        d_i = \sum_{(i, k) \in E} w_{ik},
+
+    over the undirected graph of ``edges`` (``w = 1`` without weights):
+    the margins of the Weighted-Hinge-AUC loss (paper Eq. 9)."""
+    weights = _ones(edges) if weights is None else weights.float()
+    strength = torch.zeros(num_nodes, device=edges.device)
+    strength.index_add_(0, edges[:, 0], weights).index_add_(0, edges[:, 1], weights)
+    return weights * (strength[edges[:, 0]] * strength[edges[:, 1]]).clamp(min=1e-12).rsqrt()
+
+
+def _ones(pairs: Tensor) -> Tensor:
+    return torch.ones(pairs.size(0), device=pairs.device)

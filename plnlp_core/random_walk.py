@@ -42,9 +42,13 @@ def random_walk_pairs(
     return pairs, 1.0 / step[keep]
 
 
-def walk_starts(kind: str, num_nodes: int, train_edges: Tensor) -> Tensor:
-    """All nodes (``"all"``) or the endpoints of training edges
-    (``"train_endpoints"``)."""
+def walk_starts(kind: str, num_nodes: int, edges: Tensor) -> Tensor:
+    """Where walks start: every node once (``"all"``), every endpoint of
+    ``edges`` once (``"train_endpoints"``), or both endpoints of every edge,
+    so a node starts as many walks as it has edges (``"edge_endpoints"``,
+    as the authors' code)."""
     if kind == "all":
         return torch.arange(num_nodes)
-    return torch.unique(train_edges.reshape(-1))
+    if kind == "edge_endpoints":
+        return edges.reshape(-1)
+    return torch.unique(edges.reshape(-1))

@@ -21,7 +21,8 @@ class GNNEncoder(nn.Module):
         \mathbf{h}^{(l-1)}_i, \{\mathbf{h}^{(l-1)}_j : j \in \mathcal{N}(i)\}
         \right)\right),
 
-    with ReLU and dropout between layers and none after the last. The
+    with ReLU and dropout between layers, and after the last layer too when
+    ``activate_last_layer`` (the authors' one-layer encoder does so). The
     ``"none"`` encoder returns its input, which makes the model matrix
     factorisation over the node input.
 
@@ -32,6 +33,8 @@ class GNNEncoder(nn.Module):
         hidden_channels (int): Size of every layer's output.
         num_layers (int): Number of layers.
         dropout (float): Dropout between layers. (default: ``0.0``)
+        activate_last_layer (bool): ReLU and dropout after the last layer
+            as well. (default: ``False``)
 
     Shapes:
         - **input:** node input :math:`(N, F)`, adjacency :math:`(N, N)`
@@ -41,11 +44,12 @@ class GNNEncoder(nn.Module):
 
     def __init__(
         self, name: str, in_channels: int, hidden_channels: int, num_layers: int,
-        dropout: float = 0.0,
+        dropout: float = 0.0, activate_last_layer: bool = False,
     ) -> None:
         super().__init__()
         self.name = name
         self.dropout = dropout
+        self.activate_last_layer = activate_last_layer
         conv = ENCODERS.get(name)
         self.convs = nn.ModuleList()
         if conv is not None:
@@ -61,10 +65,16 @@ class GNNEncoder(nn.Module):
     def forward(self, x: Tensor, adj: Tensor) -> Tensor:
         for i, conv in enumerate(self.convs):
             if i > 0:
-                x = F.dropout(x.relu(), p=self.dropout, training=self.training)
+                x = self._activate(x)
             x = conv(x, adj)
+        if self.activate_last_layer and self.convs:
+            x = self._activate(x)
         return x
+
+    def _activate(self, x: Tensor) -> Tensor:
+        return F.dropout(x.relu(), p=self.dropout, training=self.training)
 
     def __repr__(self) -> str:
         return (f"GNNEncoder({self.name}, layers={len(self.convs)}, "
-                f"out_channels={self.out_channels})")
+                f"out_channels={self.out_channels}, "
+                f"activate_last_layer={self.activate_last_layer})")

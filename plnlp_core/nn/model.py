@@ -48,3 +48,15 @@ class PLNLPModel(nn.Module):
 
     def forward(self, x: Tensor | None, adj: Tensor, pairs: Tensor) -> Tensor:
         return self.score(self.encode(x, adj), pairs)
+
+    def clip_gradients(self, max_norm: float) -> None:
+        r"""Clips the encoder's and the predictor's gradients, each to an L2
+        norm of at most ``max_norm``,
+
+        .. math::
+            \mathbf{g} \leftarrow \mathbf{g} \cdot
+            \min\left(1, \frac{c}{\lVert \mathbf{g} \rVert_2}\right),
+
+        and leaves the node embedding's unclipped, as the authors do."""
+        for module in (self.encoder, self.predictor):
+            nn.utils.clip_grad_norm_(module.parameters(), max_norm)

@@ -89,9 +89,10 @@ def test_validate_refuses_negative_walk_length():
     assert "walk_length" in refusal(walk_length=-1)
 
 
-def test_validate_refuses_weighted_hinge_auc_without_weights_on_ddi():
-    message = refusal(loss="weighted_hinge_auc", walk_length=0)
-    assert "weighted_hinge_auc" in message and "walk_length" in message
+def test_validate_refuses_raw_margins_without_weights_on_ddi():
+    message = refusal(loss="weighted_hinge_auc", walk_length=0, edge_margin="raw")
+    assert "weighted_hinge_auc" in message and "edge_margin=normalized" in message
+    assert PLNLPConfig(loss="weighted_hinge_auc").validate().name == "ddi"
 
 
 def test_validate_accepts_weighted_hinge_auc_with_random_walks_or_edge_weights():

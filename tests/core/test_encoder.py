@@ -74,3 +74,21 @@ def test_unknown_encoder_name_raises_plnlp_error_listing_the_valid_names():
     assert ENCODERS.names == ["gat", "gcn", "none", "sage"]
     with pytest.raises(PLNLPError, match="gat, gcn, none, sage"):
         GNNEncoder("gin", 4, 4, 2)
+
+
+def test_activate_last_layer_applies_relu_and_dropout_after_the_only_layer():
+    torch.manual_seed(0)
+    adj, _ = build_adjacency(EDGES, NUM_NODES)
+    x = torch.randn(NUM_NODES, 10)
+    plain = GNNEncoder("sage", 10, 12, num_layers=1, dropout=0.5)
+    activated = GNNEncoder("sage", 10, 12, num_layers=1, dropout=0.5, activate_last_layer=True)
+    activated.load_state_dict(plain.state_dict())
+    plain.eval(), activated.eval()
+    assert (plain(x, adj) < 0).any()
+    torch.testing.assert_close(activated(x, adj), plain(x, adj).relu())
+    activated.train()
+    torch.manual_seed(1)
+    dropped = activated(x, adj)
+    kept = plain(x, adj).relu() * 2  # dropout 0.5 scales what it keeps by 2
+    assert ((dropped == 0) | torch.isclose(dropped, kept)).all()
+    assert ((dropped == 0) & (kept != 0)).any()

@@ -6,7 +6,7 @@ from plnlp_core.config import PLNLPConfig
 from plnlp_core.evaluation import evaluate
 from plnlp_core.experiment import build_model, build_training_graph, fit
 from plnlp_core.losses import LOSSES
-from plnlp_core.training import PairBatch, draw_batch, train_step
+from plnlp_core.training import PairBatch, StepOptions, draw_batch, train_step
 
 SMALL = dict(embedding_dim=16, hidden_channels=16, predictor_hidden=16, epochs=8,
              batch_size=64, lr=0.02, num_neg=2, eval_batch_size=1024)
@@ -76,25 +76,62 @@ def test_fit_evaluates_every_eval_every_epochs_and_after_the_last(ddi_standin_sp
     assert [e.epoch for e in result.history if e.metrics] == [2, 4, 5]
 
 
-def test_walk_pairs_join_the_positives_after_unit_weight_edges_and_train_finitely(
+def test_walk_rounds_join_the_positives_after_the_edges_and_train_finitely(
         ddi_standin_split):
-    from plnlp_core.random_walk import random_walk_pairs, walk_starts
+    from plnlp_core.experiment import build_walk_rounds
 
     split = ddi_standin_split
-    config = PLNLPConfig.from_mapping({**SMALL, "epochs": 2, "loss": "weighted_hinge_auc",
-                                       "walk_length": 3, "sampler": "local"})
+    config = PLNLPConfig.from_mapping({**SMALL, "epochs": 3, "loss": "weighted_hinge_auc",
+                                       "walk_length": 3, "walk_rounds": 2, "sampler": "local",
+                                       "edge_margin": "raw"})
     config.validate()
     torch.manual_seed(0)
-    plain = build_training_graph(split, config)
-    starts = walk_starts(config.walk_starts, split.num_nodes, split.train_pos)
-    pairs, weights = random_walk_pairs(plain.adj, starts, 3, torch.Generator().manual_seed(0))
-    graph = build_training_graph(split, config, pairs, weights)
-    assert graph.positives.size(0) == split.train_pos.size(0) + pairs.size(0)
-    assert torch.equal(graph.weights[:split.train_pos.size(0)],
-                       torch.ones(split.train_pos.size(0)))
+    rounds = build_walk_rounds(split, config, torch.Generator().manual_seed(0))
+    assert len(rounds) == 2 and not torch.equal(rounds[0][0], rounds[1][0])
+    graph = build_training_graph(split, config, rounds)
+    m = split.train_pos.size(0)
+    for epoch, walk_round in ((1, 0), (2, 1), (3, 0)):
+        pairs, weights = graph.epoch_positives(epoch)
+        assert torch.equal(pairs[m:], rounds[walk_round][0])
+        assert torch.equal(weights[:m], torch.ones(m))
+        assert torch.equal(weights[m:], rounds[walk_round][1])
     model = build_model(config, split.info, split.num_nodes)
     result = fit(model, config, split, graph)
     assert all(torch.isfinite(torch.tensor(e.train_loss)) for e in result.history)
+
+
+def test_walk_positives_walks_ranks_the_walk_pairs_alone(ddi_standin_split):
+    from plnlp_core.experiment import build_walk_rounds
+
+    split = ddi_standin_split
+    config = PLNLPConfig.from_mapping({**SMALL, "loss": "weighted_hinge_auc", "walk_length": 2,
+                                       "walk_positives": "walks"})
+    rounds = build_walk_rounds(split, config, torch.Generator().manual_seed(0))
+    pairs, weights = build_training_graph(split, config, rounds).epoch_positives(1)
+    assert torch.equal(pairs, rounds[0][0]) and torch.equal(weights, rounds[0][1])
+
+
+def test_normalized_margins_divide_each_weight_by_the_endpoints_weighted_degrees():
+    from plnlp_core.graph import normalized_margins
+
+    # node 0: edges of weight 2 and 1 (strength 3); node 1: 2 (strength 2); node 2: 1 + 4 = 5
+    edges = torch.tensor([[0, 1], [0, 2], [2, 3]])
+    weights = torch.tensor([2.0, 1.0, 4.0])
+    margins = normalized_margins(edges, weights, 4)
+    expected = torch.tensor([2 / (3 * 2) ** 0.5, 1 / (3 * 5) ** 0.5, 4 / (5 * 4) ** 0.5])
+    torch.testing.assert_close(margins, expected)
+
+
+def test_weighted_loss_ranks_edges_with_normalized_margins_by_default(ddi_standin_split):
+    from plnlp_core.graph import normalized_margins
+
+    split = ddi_standin_split
+    config = PLNLPConfig.from_mapping({**SMALL, "loss": "weighted_hinge_auc"})
+    config.validate()
+    graph = build_training_graph(split, config)
+    torch.testing.assert_close(graph.weights,
+                               normalized_margins(split.train_pos, None, split.num_nodes))
+    assert build_training_graph(split, config.replace(loss="auc")).weights is None
 
 
 def test_train_step_returns_the_unscaled_ranking_loss_without_l2():
@@ -109,11 +146,11 @@ def test_train_step_returns_the_unscaled_ranking_loss_without_l2():
                       torch.tensor([[0], [1]]))
     with torch.no_grad():
         scores = model(None, adj, torch.cat([batch.pos, batch.neg]))
-        expected = LOSSES.get("auc")(scores[:2], scores[2:][batch.share_index], None)
+        expected = LOSSES.get("auc")(scores[:2], scores[2:][batch.neg_index], None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     before = model.node_input.embedding.weight.detach().clone()
-    got = train_step(model, optimizer, None, adj, batch, LOSSES.get("auc"), l2=0.5,
-                     world_size=3)
+    options = StepOptions(LOSSES.get("auc"), l2=0.5, world_size=3)
+    got = train_step(model, optimizer, None, adj, batch, options)
     assert got == pytest.approx(expected.item())
     assert not torch.equal(model.node_input.embedding.weight, before)
 
@@ -125,7 +162,79 @@ def test_draw_batch_pairs_m_positives_with_m_negatives_shared_num_neg_ways():
     pos = torch.tensor([[0, 1], [1, 2], [2, 3], [3, 4]])
     sampler = GlobalSampler(EdgeSet(pos, 10, undirected=True))
     weight = torch.tensor([1.0, 0.5, 0.25, 1.0])
-    batch = draw_batch(pos, weight, sampler, 3, torch.Generator().manual_seed(0))
+    batch = draw_batch(pos, weight, sampler, 3, "shared", torch.Generator().manual_seed(0))
     assert batch.pos is pos and batch.weight is weight
     assert batch.neg.shape == (4, 2)
-    assert batch.share_index.shape == (4, 3)
+    assert batch.neg_index.shape == (4, 3)
+
+
+def test_clip_gradients_clips_encoder_and_predictor_each_and_not_the_embedding():
+    from plnlp_core.datasets import DATASETS
+
+    torch.manual_seed(0)
+    config = PLNLPConfig(embedding_dim=8, hidden_channels=8, predictor="mlp", predictor_hidden=8)
+    model = build_model(config, DATASETS.get("ddi"), 10)
+    for p in model.parameters():
+        p.grad = torch.full_like(p, 3.0)
+    model.clip_gradients(0.5)
+
+    def norm(module):
+        return torch.cat([p.grad.reshape(-1) for p in module.parameters()]).norm()
+
+    assert norm(model.encoder) == pytest.approx(0.5, rel=1e-4)
+    assert norm(model.predictor) == pytest.approx(0.5, rel=1e-4)
+    assert torch.equal(model.node_input.embedding.weight.grad,
+                       torch.full_like(model.node_input.embedding.weight, 3.0))
+
+
+def test_linear_lr_decay_follows_the_authors_schedule(ddi_standin_split):
+    from plnlp_core.experiment import learning_rate_schedule
+
+    config = PLNLPConfig(lr=0.01, epochs=4, lr_decay="linear")
+    optimizer = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=config.lr)
+    schedule = learning_rate_schedule(optimizer, config)
+    seen = []
+    for _ in range(config.epochs):
+        seen.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    # epoch e trains at lr * max(1 - (e - 1) / E, 1e-4)
+    assert seen == pytest.approx([0.01, 0.0075, 0.005, 0.0025])
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.01 * 1e-4)
+    assert learning_rate_schedule(optimizer, config.replace(lr_decay="none")) is None
+
+
+def test_select_best_last_keeps_the_last_of_equal_validation_scores(
+        ddi_standin_split, monkeypatch):
+    def saturated(model, info, x, adj, splits, batch_size):
+        return {"valid_hits_20": 1.0, "test_hits_20": 0.5}
+
+    monkeypatch.setattr("plnlp_core.experiment.evaluate", saturated)
+    _, _, first = small_fit(ddi_standin_split, epochs=3)
+    _, _, last = small_fit(ddi_standin_split, epochs=3, select_best="last")
+    assert first.best_epoch == 1
+    assert last.best_epoch == 3
+    assert [e.best_state is not None for e in last.history] == [True, True, True]
+
+
+def test_max_batches_per_epoch_stops_the_pass_early(ddi_standin_split, monkeypatch):
+    import plnlp_core.training as training
+
+    steps = []
+    real_step = training.train_step
+    monkeypatch.setattr(training, "train_step",
+                        lambda *args: steps.append(1) or real_step(*args))
+    small_fit(ddi_standin_split, epochs=2, max_batches_per_epoch=2)
+    assert len(steps) == 4
+    steps.clear()
+    small_fit(ddi_standin_split, epochs=1)
+    assert len(steps) == -(-ddi_standin_split.train_pos.size(0) // SMALL["batch_size"])
+
+
+def test_edge_endpoints_start_a_walk_from_both_ends_of_every_edge():
+    from plnlp_core.random_walk import walk_starts
+
+    edges = torch.tensor([[0, 1], [0, 2], [0, 1]])
+    assert walk_starts("edge_endpoints", 5, edges).tolist() == [0, 1, 0, 2, 0, 1]
+    assert walk_starts("train_endpoints", 5, edges).tolist() == [0, 1, 2]
+    assert walk_starts("all", 3, edges).tolist() == [0, 1, 2]
