@@ -13,10 +13,11 @@ from pathlib import Path
 class DatasetArtifact:
     """Canonical splits of a dataset (``load``'s output).
 
-    ``directory`` holds ``train.parquet`` (``src``, ``dst`` and, where the
-    dataset has them, ``weight`` and ``year``), ``{valid,test}_{pos,neg}.parquet``
-    (``src``, ``dst``), ``node_features.parquet`` (``x``, one list per node)
-    when the dataset has features, and ``meta.json`` (``DatasetMeta``).
+    ``directory`` holds ``train.parquet`` and ``valid_pos.parquet`` (``src``,
+    ``dst`` and, where the dataset has them, ``weight`` and ``year``),
+    ``valid_neg.parquet`` and ``test_{pos,neg}.parquet`` (``src``, ``dst``),
+    ``node_features.parquet`` (``x``, one list per node) when the dataset has
+    features, and ``meta.json`` (``DatasetMeta``).
     """
 
     directory: str
@@ -44,11 +45,16 @@ class DatasetMeta:
 
 @dataclass(frozen=True)
 class WalkArtifact:
-    """Random-walk pairs (``augment``'s output): Parquet parts with columns
-    ``src``, ``dst``, ``weight`` under ``directory``."""
+    """Random-walk pairs (``augment``'s output): ``rounds`` independent
+    sets, each a folder ``round-<r>`` of Parquet parts with columns ``src``,
+    ``dst``, ``weight`` under ``directory``."""
 
     directory: str
     num_pairs: int
+    rounds: int = 1
+
+    def round_directory(self, index: int) -> Path:
+        return Path(self.directory) / f"round-{index:04d}"
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Stage ``augment``: random-walk positive pairs (paper §4.5) as Parquet,
-walked by Ray tasks in parallel over chunks of start nodes."""
+``walk_rounds`` independent sets walked by Ray tasks in parallel over
+chunks of start nodes."""
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -31,16 +32,27 @@ def _walk_chunk(
 def augment(dataset: DatasetArtifact, config: PLNLPConfig, out_dir: str,
             num_chunks: int = 8) -> WalkArtifact:
     """Walks ``config.walk_length`` steps from each start node of the graph
-    training uses and writes the pairs and their ``1/s`` weights."""
+    training uses, ``config.walk_rounds`` times, and writes the pairs and
+    their ``1/s`` weights, one folder per round."""
     split = read_split(Path(dataset.directory))
     edges, _ = input_edges(split, config)
     adj, _ = build_adjacency(edges, split.num_nodes)
     rowptr, col = ray.put(adj.crow_indices()), ray.put(adj.col_indices())
     starts = walk_starts(config.walk_starts, split.num_nodes, edges)
+    layout = WalkArtifact(out_dir, 0, config.walk_rounds)
     with atomic_directory(Path(out_dir)) as scratch:
-        counts = ray.get([
-            _walk_chunk.remote(rowptr, col, chunk, config.walk_length,
-                               config.seed * 100_003 + i, scratch / f"part-{i:04d}.parquet")
-            for i, chunk in enumerate(starts.tensor_split(num_chunks))
-        ])
-    return WalkArtifact(out_dir, sum(counts))
+        tasks = []
+        for r in range(config.walk_rounds):
+            folder = scratch / layout.round_directory(r).name
+            folder.mkdir()
+            tasks += [
+                _walk_chunk.remote(rowptr, col, chunk, config.walk_length,
+                                   _chunk_seed(config.seed, r, i), folder / f"part-{i:04d}.parquet")
+                for i, chunk in enumerate(starts.tensor_split(num_chunks))
+            ]
+        counts = ray.get(tasks)
+    return WalkArtifact(out_dir, sum(counts), config.walk_rounds)
+
+
+def _chunk_seed(seed: int, walk_round: int, chunk: int) -> int:
+    return (seed * 1_000_003 + walk_round) * 100_003 + chunk

@@ -10,7 +10,7 @@ from components.scheduling import ANYWHERE
 from components.train import CHECKPOINT_FILE
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.evaluation import evaluate
-from plnlp_core.experiment import build_model, build_training_graph
+from plnlp_core.experiment import build_input_adjacency, build_model
 
 
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
@@ -20,10 +20,10 @@ def evaluate_checkpoint(
     """Validation and test metrics of the best checkpoint, keyed
     ``final_<split>_<metric>`` (e.g. ``final_test_hits_20``)."""
     split = read_split(Path(dataset.directory))
-    graph = build_training_graph(split, config)
+    adj, _ = build_input_adjacency(split, config)
     model = build_model(config, split.info, split.num_nodes)
     state = torch.load(Path(trained.checkpoint_dir) / CHECKPOINT_FILE, weights_only=True)
     model.load_state_dict(state)
     splits = {"valid": (split.valid_pos, split.valid_neg), "test": (split.test_pos, split.test_neg)}
-    metrics = evaluate(model, split.info, split.x, graph.adj, splits, config.eval_batch_size)
+    metrics = evaluate(model, split.info, split.x, adj, splits, config.eval_batch_size)
     return {f"final_{key}": value for key, value in metrics.items()}

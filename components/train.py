@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 import ray
 import ray.train
 import ray.train.torch
@@ -18,33 +17,44 @@ from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
 from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
-from components.parquet_io import column, pairs_table, read_split, table_pairs
+from components.parquet_io import pairs_table, read_split
+from components.walk_rounds import ParquetWalkRounds
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.experiment import (
     EpochResult,
+    build_input_adjacency,
     build_model,
-    build_training_graph,
     fit,
     training_positives,
 )
+from plnlp_core.graph import TrainingGraph
+from plnlp_core.losses import WEIGHTED_LOSSES
 
 CHECKPOINT_FILE = "model.pt"
 BEST_FILE = "best.json"
 
 
-def positives_dataset(
-    dataset: DatasetArtifact, walks: WalkArtifact | None, config: PLNLPConfig,
-) -> ray.data.Dataset:
-    """The positive pairs (observed edges, plus random-walk pairs) and their
-    weights, as the Ray Dataset Train shards across workers."""
-    split = read_split(Path(dataset.directory))
-    walk_pairs = walk_weights = None
-    if walks is not None:
-        table = pq.read_table(walks.directory)
-        walk_pairs, walk_weights = table_pairs(table), column(table, "weight")
-    positives, weights = training_positives(split, config, walk_pairs, walk_weights)
+def positives_datasets(
+    dataset: DatasetArtifact, config: PLNLPConfig,
+) -> dict[str, ray.data.Dataset]:
+    """The observed edges ranked every epoch and their margins, as the Ray
+    Dataset ``positives`` Train shards across workers (none when walk pairs
+    alone are ranked). When they are exactly the training edges, it streams
+    ``train.parquet`` instead of holding a copy here."""
     ray.data.DataContext.get_current().enable_progress_bars = False
-    return ray.data.from_arrow(pairs_table(positives, weight=weights))
+    if config.walk_positives == "walks":
+        return {}
+    if uses_training_edges_as_is(config):
+        return {"positives": ray.data.read_parquet(
+            str(Path(dataset.directory) / "train.parquet"), columns=["src", "dst"])}
+    positives, weights = training_positives(read_split(Path(dataset.directory)), config)
+    return {"positives": ray.data.from_arrow(pairs_table(positives, weight=weights))}
+
+
+def uses_training_edges_as_is(config: PLNLPConfig) -> bool:
+    """Whether the positives are the training edges, unweighted and unfiltered."""
+    return (config.min_train_year is None and not config.valid_as_input
+            and config.loss not in WEIGHTED_LOSSES and config.walk_positives == "union")
 
 
 @dataclass(frozen=True)
@@ -79,7 +89,7 @@ def train(
     trainer = ray.train.torch.TorchTrainer(
         train_worker,
         train_loop_config={
-            "config": config.to_dict(), "dataset_dir": dataset.directory,
+            "config": config.to_dict(), "dataset_dir": dataset.directory, "walks": walks,
             "tracking_uri": tracking_uri, "run_id": run_id,
         },
         scaling_config=workers.scaling_config(),
@@ -88,7 +98,7 @@ def train(
             storage_path=str(Path(work_dir).resolve() / "ray_results"),
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
         ),
-        datasets={"positives": positives_dataset(dataset, walks, config)},
+        datasets=positives_datasets(dataset, config),
     )
     result = trainer.fit()
     checkpoint_dir = result.checkpoint.path
@@ -103,8 +113,10 @@ def train_worker(loop_config: dict) -> list[dict[str, float]]:
     context = ray.train.get_context()
     rank, world_size = context.get_world_rank(), context.get_world_size()
     split = read_split(Path(loop_config["dataset_dir"]))
-    graph = build_training_graph(split, config)
-    graph.positives, graph.weights = _read_shard(ray.train.get_dataset_shard("positives"))
+    adj, degree = build_input_adjacency(split, config)
+    walks = loop_config["walks"]
+    rounds = None if walks is None else ParquetWalkRounds(walks, rank, world_size)
+    graph = TrainingGraph(adj, degree, *_read_positives(config), rounds)
     torch.manual_seed(config.seed)
     model = ray.train.torch.prepare_model(build_model(config, split.info, split.num_nodes))
     reporter = EpochReporter(config, split.info.main_metric_key, rank, world_size,
@@ -113,13 +125,19 @@ def train_worker(loop_config: dict) -> list[dict[str, float]]:
     return reporter.history
 
 
-def _read_shard(shard: ray.data.DataIterator) -> tuple[torch.Tensor, torch.Tensor | None]:
-    batches = list(shard.iter_batches(batch_size=1 << 20, batch_format="numpy"))
-    src, dst = (np.concatenate([b[c] for b in batches]) for c in ("src", "dst"))
-    pairs = torch.from_numpy(np.stack([src, dst], axis=-1)).long()
-    if "weight" not in batches[0]:
-        return pairs, None
-    return pairs, torch.from_numpy(np.concatenate([b["weight"] for b in batches])).float()
+def _read_positives(config: PLNLPConfig) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """This worker's shard of the ``positives`` dataset, if there is one."""
+    if config.walk_positives == "walks":
+        return torch.empty(0, 2, dtype=torch.long), None
+    shard = ray.train.get_dataset_shard("positives")
+    pairs, weights = [], []
+    for batch in shard.iter_batches(batch_size=1 << 20, batch_format="numpy"):
+        pairs.append(torch.from_numpy(np.stack([batch["src"], batch["dst"]], axis=-1)).long())
+        if "weight" in batch:
+            weights.append(torch.from_numpy(batch["weight"]).float())
+    if not pairs:
+        return torch.empty(0, 2, dtype=torch.long), None
+    return torch.cat(pairs), torch.cat(weights) if weights else None
 
 
 class EpochReporter:

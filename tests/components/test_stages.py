@@ -40,18 +40,21 @@ def test_load_writes_parquet_splits_that_read_back_as_ogb_loaded_them(loaded, st
         assert torch.equal(getattr(again, name), getattr(direct, name))
 
 
-def test_augment_writes_walk_pairs_weighted_one_over_step(loaded, tmp_path):
-    config = TINY.replace(walk_length=4, loss="weighted_hinge_auc")
+def test_augment_writes_walk_rounds_of_pairs_weighted_one_over_step(loaded, tmp_path):
+    config = TINY.replace(walk_length=4, loss="weighted_hinge_auc", walk_rounds=2)
     walks = augment(loaded, config, str(tmp_path / "walks"), num_chunks=3)
-    table = pq.read_table(walks.directory)
-    assert table.num_rows == walks.num_pairs > 0
-    assert len(list(Path(walks.directory).glob("part-*.parquet"))) == 3
-    weights = torch.tensor(table.column("weight").to_pylist())
-    steps = (1 / weights).round()
-    assert set(steps.tolist()) <= {1.0, 2.0, 3.0, 4.0}
-    torch.testing.assert_close(weights, 1 / steps)
-    assert all(s != d for s, d in zip(table.column("src").to_pylist(),
-                                      table.column("dst").to_pylist(), strict=True))
+    assert walks.rounds == 2
+    tables = [pq.read_table(walks.round_directory(r)) for r in range(2)]
+    assert sum(t.num_rows for t in tables) == walks.num_pairs > 0
+    assert tables[0].column("dst").to_pylist() != tables[1].column("dst").to_pylist()
+    for r, table in enumerate(tables):
+        assert len(list(walks.round_directory(r).glob("part-*.parquet"))) == 3
+        weights = torch.tensor(table.column("weight").to_pylist())
+        steps = (1 / weights).round()
+        assert set(steps.tolist()) <= {1.0, 2.0, 3.0, 4.0}
+        torch.testing.assert_close(weights, 1 / steps)
+        assert all(s != d for s, d in zip(table.column("src").to_pylist(),
+                                          table.column("dst").to_pylist(), strict=True))
 
 
 def test_evaluate_reproduces_the_best_epoch_metrics_from_the_checkpoint(loaded, tmp_path):
