@@ -80,12 +80,20 @@ def parse_overrides(overrides: list[str]) -> dict[str, object]:
 
 
 def load_preset(dataset: str, preset: str) -> dict[str, object]:
+    """The settings of ``preset`` in ``pipelines/presets/<dataset>.yaml``."""
     path = PRESETS_DIR / f"{dataset}.yaml"
     presets = read_mapping(path, "presets") if path.exists() else {}
     if preset not in presets:
         raise PLNLPError(f"unknown preset {preset!r} for {dataset}; choose one of: "
                          f"{', '.join(presets) or 'none (use --config)'}.")
-    return dict(presets[preset])
+    settings = presets[preset]
+    known = PLNLPConfig.setting_names()
+    unknown = [key for key in settings if key not in known] if isinstance(settings, dict) else []
+    if not isinstance(settings, dict) or unknown:
+        problem = f"sets unknown {', '.join(unknown)}" if unknown else "is not a mapping"
+        raise PLNLPError(f"preset {preset!r} in {path} {problem}; fix the preset file "
+                         f"(valid settings are: {', '.join(known)}).")
+    return dict(settings)
 
 
 def read_mapping(path: Path, what: str) -> dict:

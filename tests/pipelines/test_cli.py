@@ -17,7 +17,12 @@ from pipelines.run import main
         (["--dataset", "ddi", "--set", "sampler=adversarial"], "unknown sampler 'adversarial'"),
         (["--dataset", "ddi", "--set", "num_neg=0"], "num_neg must be at least 1"),
         (["--dataset", "ddi", "--set", "hidden_channels=-4"], "hidden_channels must be at least 1"),
-        (["--dataset", "ddi", "--set", "loss=weighted_hinge_auc"], "needs a weight per positive"),
+        (["--dataset", "ddi", "--set", "loss=weighted_hinge_auc", "--set", "edge_margin=raw"],
+         "with edge_margin raw needs edge weights"),
+        (["--dataset", "ddi", "--set", "negatives=some"], "unknown negatives 'some'"),
+        (["--dataset", "ddi", "--set", "clip_grad_norm=0"], "clip_grad_norm must be positive"),
+        (["--dataset", "ddi", "--set", "select_best=median"], "unknown select_best 'median'"),
+        (["--dataset", "ddi", "--set", "walk_rounds=3"], "walk_rounds and walk_positives=walks"),
         (["--dataset", "ddi", "--set", "node_input=both"], "needs node features"),
         (["--dataset", "ddi", "--set", "batchsize=3"], "unknown setting 'batchsize'"),
         (["--dataset", "ddi", "--set", "lr=fast"], "setting lr must be float"),
@@ -48,3 +53,16 @@ def test_config_file_that_is_not_a_mapping_is_refused(tmp_path: Path, capsys):
     path.write_text("- lr\n- 0.1\n")
     assert main(["--dataset", "ddi", "--config", str(path)]) == 2
     assert "must be a YAML mapping" in capsys.readouterr().err
+
+
+def test_a_preset_with_a_setting_the_config_does_not_know_is_refused(tmp_path, capsys,
+                                                                      monkeypatch):
+    import pipelines.cli
+
+    (tmp_path / "ddi.yaml").write_text("typo:\n  lr: 0.01\n  hiden_channels: 8\n")
+    monkeypatch.setattr(pipelines.cli, "PRESETS_DIR", tmp_path)
+    assert main(["--dataset", "ddi", "--preset", "typo"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: preset 'typo' in {tmp_path / 'ddi.yaml'} sets unknown "
+                          "hiden_channels; fix the preset file")
+    assert len(err.splitlines()) == 1
