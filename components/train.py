@@ -39,14 +39,16 @@ def positives_datasets(
 ) -> dict[str, ray.data.Dataset]:
     """The observed edges ranked every epoch and their margins, as the Ray
     Dataset ``positives`` Train shards across workers (none when walk pairs
-    alone are ranked). When they are exactly the training edges, it streams
-    ``train.parquet`` instead of holding a copy here."""
+    alone are ranked). When they are exactly the training edges, Ray tasks
+    read ``train.parquet`` into the object store instead of this process
+    holding a copy; they read before training starts, while the workers do
+    not yet hold the cluster's CPUs."""
     ray.data.DataContext.get_current().enable_progress_bars = False
     if config.walk_positives == "walks":
         return {}
     if uses_training_edges_as_is(config):
         return {"positives": ray.data.read_parquet(
-            str(Path(dataset.directory) / "train.parquet"), columns=["src", "dst"])}
+            str(Path(dataset.directory) / "train.parquet"), columns=["src", "dst"]).materialize()}
     positives, weights = training_positives(read_split(Path(dataset.directory)), config)
     return {"positives": ray.data.from_arrow(pairs_table(positives, weight=weights))}
 
