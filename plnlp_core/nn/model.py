@@ -59,4 +59,6 @@ class PLNLPModel(nn.Module):
 
         and leaves the node embedding's unclipped, as the authors do."""
         for module in (self.encoder, self.predictor):
-            nn.utils.clip_grad_norm_(module.parameters(), max_norm)
+            parameters = list(module.parameters())
+            if parameters:  # the dot predictor has none
+                nn.utils.clip_grad_norm_(parameters, max_norm)
