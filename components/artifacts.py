@@ -1,10 +1,5 @@
 """The typed inputs and outputs passed between stages."""
 import json
-import os
-import shutil
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -17,7 +12,8 @@ class DatasetArtifact:
     ``dst`` and, where the dataset has them, ``weight`` and ``year``),
     ``valid_neg.parquet`` and ``test_{pos,neg}.parquet`` (``src``, ``dst``),
     ``node_features.parquet`` (``x``, one list per node) when the dataset has
-    features, and ``meta.json`` (``DatasetMeta``).
+    features, ``meta.json`` (``DatasetMeta``) and the stage cache's
+    ``manifest.json`` (see :mod:`components.stage_cache`).
     """
 
     directory: str
@@ -66,18 +62,3 @@ class TrainArtifact:
     best_epoch: int
     best_metrics: dict[str, float]
     history: list[dict[str, float]] = field(default_factory=list)
-
-
-@contextmanager
-def atomic_directory(final: Path) -> Iterator[Path]:
-    """Yields a scratch folder beside ``final`` that becomes ``final`` only
-    when the block succeeds, so no half-written output is ever trusted."""
-    scratch = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.partial")
-    scratch.mkdir(parents=True)
-    try:
-        yield scratch
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(scratch, final)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)

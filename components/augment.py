@@ -8,9 +8,10 @@ import ray
 import torch
 from torch import Tensor
 
-from components.artifacts import DatasetArtifact, WalkArtifact, atomic_directory
+from components.artifacts import DatasetArtifact, WalkArtifact
 from components.parquet_io import pairs_table, read_split
 from components.scheduling import ANYWHERE
+from components.stage_cache import cached, content_digest
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.experiment import input_edges
 from plnlp_core.graph import build_adjacency
@@ -29,29 +30,46 @@ def _walk_chunk(
     return pairs.size(0)
 
 
-def augment(dataset: DatasetArtifact, config: PLNLPConfig, out_dir: str,
+def augment(dataset: DatasetArtifact, config: PLNLPConfig, cache_root: str,
             num_chunks: int = 8) -> WalkArtifact:
     """Walks ``config.walk_length`` steps from each start node of the graph
     training uses, ``config.walk_rounds`` times, and writes the pairs and
-    their ``1/s`` weights, one folder per round."""
+    their ``1/s`` weights, one folder per round, into an entry of the stage
+    cache at ``cache_root`` (see :mod:`components.stage_cache`), or reuses
+    the entry walked on the same splits with the same settings."""
+    inputs = augment_inputs(dataset, config, num_chunks)
+    entry = cached(Path(cache_root), "augment", inputs,
+                   lambda scratch: _walk_rounds(dataset, config, num_chunks, scratch))
+    return WalkArtifact(str(entry.path), entry.parquet_rows(), config.walk_rounds)
+
+
+def augment_inputs(dataset: DatasetArtifact, config: PLNLPConfig, num_chunks: int) -> dict:
+    """What the ``augment`` entry is keyed on: the splits' content digest,
+    the settings that change the walks, and the chunk count."""
+    settings = ("walk_length", "walk_starts", "walk_rounds", "seed", "valid_as_input",
+                "min_train_year")
+    return {"splits": content_digest(Path(dataset.directory)), "num_chunks": num_chunks,
+            **{name: getattr(config, name) for name in settings}}
+
+
+def _walk_rounds(dataset: DatasetArtifact, config: PLNLPConfig, num_chunks: int,
+                 out: Path) -> None:
     split = read_split(Path(dataset.directory))
     edges, _ = input_edges(split, config)
     adj, _ = build_adjacency(edges, split.num_nodes)
     rowptr, col = ray.put(adj.crow_indices()), ray.put(adj.col_indices())
     starts = walk_starts(config.walk_starts, split.num_nodes, edges)
-    layout = WalkArtifact(out_dir, 0, config.walk_rounds)
-    with atomic_directory(Path(out_dir)) as scratch:
-        tasks = []
-        for r in range(config.walk_rounds):
-            folder = scratch / layout.round_directory(r).name
-            folder.mkdir()
-            tasks += [
-                _walk_chunk.remote(rowptr, col, chunk, config.walk_length,
-                                   _chunk_seed(config.seed, r, i), folder / f"part-{i:04d}.parquet")
-                for i, chunk in enumerate(starts.tensor_split(num_chunks))
-            ]
-        counts = ray.get(tasks)
-    return WalkArtifact(out_dir, sum(counts), config.walk_rounds)
+    layout = WalkArtifact(str(out), 0, config.walk_rounds)
+    tasks = []
+    for r in range(config.walk_rounds):
+        folder = layout.round_directory(r)
+        folder.mkdir()
+        tasks += [
+            _walk_chunk.remote(rowptr, col, chunk, config.walk_length,
+                               _chunk_seed(config.seed, r, i), folder / f"part-{i:04d}.parquet")
+            for i, chunk in enumerate(starts.tensor_split(num_chunks))
+        ]
+    ray.get(tasks)
 
 
 def _chunk_seed(seed: int, walk_round: int, chunk: int) -> int:

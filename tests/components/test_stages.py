@@ -6,7 +6,7 @@ import pytest
 import ray
 import torch
 
-from components.artifacts import DatasetMeta, atomic_directory
+from components.artifacts import DatasetMeta
 from components.augment import augment
 from components.evaluate import evaluate_checkpoint
 from components.load import load_dataset
@@ -23,14 +23,14 @@ TINY = PLNLPConfig(embedding_dim=8, hidden_channels=8, predictor="mlp", predicto
 
 @pytest.fixture
 def loaded(ray_session, standin_root: Path, tmp_path: Path):
-    return ray_session.get(load_dataset.remote("ddi", str(standin_root), str(tmp_path / "splits")))
+    return ray_session.get(load_dataset.remote("ddi", str(standin_root), str(tmp_path / "stages")))
 
 
 def test_load_writes_parquet_splits_that_read_back_as_ogb_loaded_them(loaded, standin_root):
     directory = Path(loaded.directory)
     names = {p.name for p in directory.iterdir()}
     assert names == {"train.parquet", "valid_pos.parquet", "valid_neg.parquet",
-                     "test_pos.parquet", "test_neg.parquet", "meta.json"}
+                     "test_pos.parquet", "test_neg.parquet", "meta.json", "manifest.json"}
     assert loaded.meta == DatasetMeta.read(directory)
     assert pq.read_table(directory / "train.parquet").column_names == ["src", "dst"]
     direct = load_ogb(DATASETS.get("ddi"), standin_root)
@@ -64,11 +64,3 @@ def test_evaluate_reproduces_the_best_epoch_metrics_from_the_checkpoint(loaded, 
     final = ray.get(evaluate_checkpoint.remote(loaded, trained, TINY))
     for key, value in trained.best_metrics.items():
         assert final[f"final_{key}"] == pytest.approx(value, abs=1e-6)
-
-
-def test_atomic_directory_leaves_nothing_when_the_stage_fails(tmp_path):
-    final = tmp_path / "out"
-    with pytest.raises(RuntimeError), atomic_directory(final) as scratch:
-        (scratch / "half.parquet").write_text("partial")
-        raise RuntimeError("stage failed")
-    assert list(tmp_path.iterdir()) == []
