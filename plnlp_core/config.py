@@ -64,6 +64,7 @@ class PLNLPConfig:
     eval_every: int = 1
     eval_batch_size: int = 262144
     select_best: str = "first"
+    checkpoint_every: int = 10
     seed: int = 0
 
     @classmethod
@@ -110,7 +111,8 @@ class PLNLPConfig:
             _check_choice(key, getattr(self, key), choices)
         for key in ("embedding_dim", "hidden_channels", "encoder_layers", "predictor_hidden",
                     "predictor_layers", "num_neg", "epochs", "batch_size", "eval_every",
-                    "eval_batch_size", "walk_rounds", "max_batches_per_epoch"):
+                    "eval_batch_size", "walk_rounds", "max_batches_per_epoch",
+                    "checkpoint_every"):
             if getattr(self, key) is not None and getattr(self, key) < 1:
                 raise PLNLPError(f"{key} must be at least 1, got {getattr(self, key)}.")
         if self.clip_grad_norm is not None and self.clip_grad_norm <= 0:

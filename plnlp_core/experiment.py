@@ -1,6 +1,7 @@
 """Assembles a PLNLP experiment from its config and runs it: the same code
 for one process and for each DDP worker."""
 import copy
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import DatasetInfo, LinkSplit
 from plnlp_core.edge_set import EdgeSet
 from plnlp_core.evaluation import evaluate
+from plnlp_core.fit_state import FitState
 from plnlp_core.graph import (
     TrainingGraph,
     WalkRounds,
@@ -110,13 +112,15 @@ def build_sampler(
 @dataclass
 class EpochResult:
     """What one epoch produced. ``metrics`` is empty on epochs without
-    evaluation; ``best_state`` is set when validation improved."""
+    evaluation; ``best_state`` is set when validation improved;
+    ``snapshot()`` captures the state to go on from after this epoch."""
 
     epoch: int
     train_loss: float
     seconds: float
     metrics: dict[str, float] = field(default_factory=dict)
     best_state: dict[str, Tensor] | None = None
+    snapshot: Callable[[], FitState] | None = None
 
 
 @dataclass
@@ -132,7 +136,7 @@ class FitResult:
 def fit(
     model: nn.Module, config: PLNLPConfig, split: LinkSplit, graph: TrainingGraph,
     world_size: int = 1, rank: int = 0,
-    on_epoch: Callable[[EpochResult], None] | None = None,
+    on_epoch: Callable[[EpochResult], None] | None = None, resume: FitState | None = None,
 ) -> FitResult:
     """Trains for ``config.epochs`` and evaluates valid and test every
     ``config.eval_every`` epochs (and after the last) on ``rank`` 0. The
@@ -140,7 +144,8 @@ def fit(
     equal validation scores, or the last with ``select_best: last``.
 
     ``model`` may be wrapped in :class:`DistributedDataParallel`;
-    ``graph.positives`` is then this worker's shard.
+    ``graph.positives`` is then this worker's shard. With ``resume``,
+    training goes on after ``resume.epoch`` as if it had never stopped.
     """
     core = model.module if hasattr(model, "module") else model
     device = next(core.parameters()).device
@@ -156,7 +161,11 @@ def fit(
     main_key = f"valid_{split.info.main_metric_key}"
     batch_size = max(config.batch_size // world_size, 1)
     result = FitResult()
-    for epoch in range(1, config.epochs + 1):
+    if resume is not None:
+        resume.restore(core, optimizer, schedule, generator)
+        result.best_epoch, result.best_metrics = resume.best_epoch, resume.best_metrics
+        result.best_state = resume.best_state
+    for epoch in range((resume.epoch if resume else 0) + 1, config.epochs + 1):
         start = time.perf_counter()
         positives, weights = graph.epoch_positives(epoch)
         batches = agreed_batches(positives, batch_size, config.max_batches_per_epoch, world_size)
@@ -173,6 +182,9 @@ def fit(
                 epoch_result.best_state = copy.deepcopy(core.state_dict())
                 result.best_epoch, result.best_metrics = epoch, epoch_result.metrics
                 result.best_state = epoch_result.best_state
+        epoch_result.snapshot = functools.partial(
+            FitState.capture, epoch, core, optimizer, schedule, generator,
+            result.best_epoch, result.best_metrics, result.best_state)
         result.history.append(epoch_result)
         if on_epoch is not None:
             on_epoch(epoch_result)

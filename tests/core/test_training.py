@@ -238,3 +238,38 @@ def test_edge_endpoints_start_a_walk_from_both_ends_of_every_edge():
     assert walk_starts("edge_endpoints", 5, edges).tolist() == [0, 1, 0, 2, 0, 1]
     assert walk_starts("train_endpoints", 5, edges).tolist() == [0, 1, 2]
     assert walk_starts("all", 3, edges).tolist() == [0, 1, 2]
+
+
+def test_a_resumed_fit_ends_exactly_as_an_uninterrupted_one(ddi_standin_split, tmp_path):
+    from plnlp_core.fit_state import FitState
+
+    split = ddi_standin_split
+    changes = dict(epochs=4, dropout=0.3, predictor="mlp", predictor_dropout=0.2,
+                   lr_decay="linear", num_neg=3, negatives="independent")
+    whole_model, config, whole = small_fit(split, **changes)
+
+    class Crash(Exception):
+        pass
+
+    def crash_after_saving_epoch_2(epoch):
+        if epoch.epoch == 2:
+            epoch.snapshot().save(tmp_path)
+            raise Crash
+
+    torch.manual_seed(config.seed)
+    model = build_model(config, split.info, split.num_nodes)
+    graph = build_training_graph(split, config)
+    with pytest.raises(Crash):
+        fit(model, config, split, graph, on_epoch=crash_after_saving_epoch_2)
+    state = FitState.load(tmp_path)
+    assert state.epoch == 2
+
+    torch.manual_seed(123)  # a restarted worker starts from other random states
+    fresh = build_model(config, split.info, split.num_nodes)
+    resumed = fit(fresh, config, split, graph, resume=state)
+    assert [e.epoch for e in resumed.history] == [3, 4]
+    assert [e.train_loss for e in resumed.history] == [e.train_loss for e in whole.history[2:]]
+    assert resumed.best_epoch == whole.best_epoch
+    assert resumed.best_metrics == whole.best_metrics
+    for key, value in whole_model.state_dict().items():
+        assert torch.equal(fresh.state_dict()[key], value), key
