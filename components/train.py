@@ -3,7 +3,6 @@
 import json
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,13 +12,13 @@ import ray.train
 import ray.train.torch
 import torch
 import torch.distributed as dist
-from mlflow.entities import Metric
-from mlflow.tracking import MlflowClient
 
 from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
 from components.parquet_io import pairs_table, read_split
+from components.tracking import EpochLogger
 from components.walk_rounds import ParquetWalkRounds
 from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import cache_dir
 from plnlp_core.experiment import (
     EpochResult,
     build_input_adjacency,
@@ -27,11 +26,22 @@ from plnlp_core.experiment import (
     fit,
     training_positives,
 )
+from plnlp_core.fit_state import FitState
 from plnlp_core.graph import TrainingGraph
 from plnlp_core.losses import WEIGHTED_LOSSES
 
 CHECKPOINT_FILE = "model.pt"
 BEST_FILE = "best.json"
+BEST_DIR = "best"
+HISTORY_FILE = "history.json"
+SHAPES_FILE = "shapes.json"
+CHECKPOINTS_TAG = "plnlp.checkpoints"
+
+
+def checkpoint_root(work_dir: str | None) -> Path:
+    """Where runs keep their training checkpoints: ``<work_dir>/runs`` (on a
+    cluster, storage every node sees), else ``$PLNLP_CACHE_DIR/runs``."""
+    return (Path(work_dir) if work_dir else cache_dir()) / "runs"
 
 
 def positives_datasets(
@@ -82,35 +92,44 @@ class WorkerGroup:
 
 def train(
     dataset: DatasetArtifact, walks: WalkArtifact | None, config: PLNLPConfig,
-    work_dir: str, workers: WorkerGroup = WorkerGroup(),
-    tracking_uri: str | None = None, run_id: str | None = None,
+    storage: str, workers: WorkerGroup = WorkerGroup(),
+    tracking_uri: str | None = None, run_id: str | None = None, max_failures: int = 3,
 ) -> TrainArtifact:
     """Trains with the DDP ``workers`` and returns the checkpoint of the best
     validation epoch. With ``run_id``, rank 0 logs every epoch's metrics to
-    that MLflow run."""
+    that MLflow run.
+
+    Every ``config.checkpoint_every`` epochs (and after the last) the whole
+    training state is checkpointed under ``storage``. When a worker or the
+    worker group dies, Ray Train starts a new group up to ``max_failures``
+    times, and training goes on from the latest checkpoint; a new call with
+    the same ``storage`` and ``run_id`` (``--resume``) does the same."""
     trainer = ray.train.torch.TorchTrainer(
         train_worker,
         train_loop_config={
             "config": config.to_dict(), "dataset_dir": dataset.directory, "walks": walks,
-            "tracking_uri": tracking_uri, "run_id": run_id,
         },
         scaling_config=workers.scaling_config(),
         run_config=ray.train.RunConfig(
             name=f"plnlp-{config.dataset}-{run_id or 'run'}",
-            storage_path=str(Path(work_dir).resolve() / "ray_results"),
+            storage_path=str(Path(storage).resolve()),
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
+            failure_config=ray.train.FailureConfig(max_failures=max_failures),
+            callbacks=[EpochLogger(tracking_uri, run_id)] if run_id else [],
         ),
         datasets=positives_datasets(dataset, config),
     )
     result = trainer.fit()
-    checkpoint_dir = result.checkpoint.path
-    best = json.loads((Path(checkpoint_dir) / BEST_FILE).read_text())
-    return TrainArtifact(checkpoint_dir, best["epoch"], best["metrics"], result.return_value)
+    checkpoint = Path(result.checkpoint.path)
+    best = json.loads((checkpoint / BEST_DIR / BEST_FILE).read_text())
+    history = json.loads((checkpoint / HISTORY_FILE).read_text())
+    return TrainArtifact(str(checkpoint / BEST_DIR), best["epoch"], best["metrics"], history)
 
 
-def train_worker(loop_config: dict) -> list[dict[str, float]]:
+def train_worker(loop_config: dict) -> None:
     """Ray Train's per-worker function: everything it needs arrives in
-    ``loop_config`` and the ``positives`` dataset shard."""
+    ``loop_config``, the ``positives`` dataset shard and, after a restart,
+    the latest checkpoint."""
     config = PLNLPConfig.from_mapping(loop_config["config"])
     context = ray.train.get_context()
     rank, world_size = context.get_world_rank(), context.get_world_size()
@@ -121,10 +140,23 @@ def train_worker(loop_config: dict) -> list[dict[str, float]]:
     graph = TrainingGraph(adj, degree, *_read_positives(config), rounds)
     torch.manual_seed(config.seed)
     model = ray.train.torch.prepare_model(build_model(config, split.info, split.num_nodes))
-    reporter = EpochReporter(config, split.info.main_metric_key, rank, world_size,
-                             loop_config["tracking_uri"], loop_config["run_id"])
-    fit(model, config, split, graph, world_size, rank, on_epoch=reporter)
-    return reporter.history
+    resume, history = _restore(ray.train.get_checkpoint(), rank)
+    reporter = EpochReporter(config, split.info.main_metric_key, rank, world_size, history)
+    if resume is not None:
+        reporter.restarted(resume.epoch)
+    fit(model, config, split, graph, world_size, rank, on_epoch=reporter, resume=resume)
+
+
+def _restore(
+    checkpoint: ray.train.Checkpoint | None, rank: int,
+) -> tuple[FitState | None, list[dict[str, float]]]:
+    """The training state and the metrics history of ``checkpoint``."""
+    if checkpoint is None:
+        return None, []
+    with checkpoint.as_directory() as directory:
+        state = FitState.load(Path(directory), rank)
+        history = json.loads((Path(directory) / HISTORY_FILE).read_text())
+    return state, history
 
 
 def _read_positives(config: PLNLPConfig) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -143,21 +175,29 @@ def _read_positives(config: PLNLPConfig) -> tuple[torch.Tensor, torch.Tensor | N
 
 
 class EpochReporter:
-    """Called after every epoch on every worker: reports to Ray Train (a
-    barrier), and on rank 0 prints one progress line, logs to MLflow and
-    attaches the checkpoint when validation improved."""
+    """Called after every epoch on every worker: rank 0 prints one progress
+    line; every ``checkpoint_every`` epochs (and after the last) each worker
+    checkpoints its state through Ray Train, and rank 0's report carries the
+    epochs since the previous one (``"epochs"``) for :class:`EpochLogger`."""
 
     def __init__(
         self, config: PLNLPConfig, main_metric: str, rank: int, world_size: int,
-        tracking_uri: str | None, run_id: str | None,
+        history: list[dict[str, float]] | None = None,
     ) -> None:
         self.config = config
         self.main_metric = main_metric
         self.rank = rank
         self.world_size = world_size
-        self.run_id = run_id
-        self.client = MlflowClient(tracking_uri) if run_id and rank == 0 else None
-        self.history: list[dict[str, float]] = []
+        self.history: list[dict[str, float]] = list(history or [])
+        self.pending: list[dict[str, float]] = []
+        self.restored_from: int | None = None
+
+    def restarted(self, epoch: int) -> None:
+        """Notes that training goes on after ``epoch``, said with the next report."""
+        self.restored_from = epoch
+        if self.rank == 0:
+            print(f"restarting after epoch {epoch} from its checkpoint", file=sys.__stdout__,
+                  flush=True)
 
     def __call__(self, result: EpochResult) -> None:
         loss = self._global_loss(result.train_loss)
@@ -165,16 +205,29 @@ class EpochReporter:
                    **result.metrics}
         if self.rank == 0:
             self.history.append(metrics)
+            self.pending.append(metrics)
             self._print(metrics)
-            self._log(metrics)
-        if result.best_state is None:
-            ray.train.report(metrics)
-            return
-        with tempfile.TemporaryDirectory() as directory:
-            torch.save(result.best_state, Path(directory) / CHECKPOINT_FILE)
-            best = {"epoch": result.epoch, "metrics": result.metrics}
-            (Path(directory) / BEST_FILE).write_text(json.dumps(best))
-            ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(directory))
+        if result.epoch % self.config.checkpoint_every == 0 or result.epoch == self.config.epochs:
+            self._checkpoint(result, metrics)
+
+    def _checkpoint(self, result: EpochResult, metrics: dict[str, float]) -> None:
+        state = result.snapshot()
+        report = {**metrics, "epochs": self.pending}
+        if self.restored_from is not None:
+            report["restored_from_epoch"] = self.restored_from
+        with tempfile.TemporaryDirectory() as scratch:
+            directory = Path(scratch)
+            state.save(directory, self.rank)
+            if self.rank == 0:
+                (directory / HISTORY_FILE).write_text(json.dumps(self.history))
+                (directory / SHAPES_FILE).write_text(json.dumps(_shapes(state.model)))
+                if state.best_state is not None:
+                    (directory / BEST_DIR).mkdir()
+                    torch.save(state.best_state, directory / BEST_DIR / CHECKPOINT_FILE)
+                    best = {"epoch": state.best_epoch, "metrics": state.best_metrics}
+                    (directory / BEST_DIR / BEST_FILE).write_text(json.dumps(best))
+            ray.train.report(report, checkpoint=ray.train.Checkpoint.from_directory(directory))
+        self.pending, self.restored_from = [], None
 
     def _global_loss(self, loss: float) -> float:
         if self.world_size == 1:
@@ -191,11 +244,9 @@ class EpochReporter:
         # Ray Train tees a plain print to stdout and its logger; write once.
         print(line, file=sys.__stdout__, flush=True)
 
-    def _log(self, metrics: dict[str, float]) -> None:
-        if self.client is None:
-            return
-        now, step = int(time.time() * 1000), int(metrics["epoch"])
-        self.client.log_batch(self.run_id, metrics=[
-            Metric(key, float(value), now, step) for key, value in metrics.items() if key != "epoch"
-        ])
 
+def _shapes(state: dict[str, torch.Tensor]) -> dict[str, object]:
+    """The parameter shapes of a model state, and its number of nodes."""
+    shapes = {name: list(value.shape) for name, value in state.items()}
+    return {"num_nodes": shapes["node_input.embedding.weight"][0]
+            if "node_input.embedding.weight" in shapes else None, "shapes": shapes}

@@ -32,8 +32,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--experiment", help="MLflow experiment (default: plnlp-<dataset>)")
     parser.add_argument("--data-root", help="folder holding OGB datasets "
                                             "(default: $PLNLP_DATA_ROOT, else ./data)")
-    parser.add_argument("--work-dir", help="scratch folder for stage outputs, shared by all "
-                                           "nodes on a cluster (default: a temporary folder)")
+    parser.add_argument("--work-dir", help="folder for cached stage outputs and checkpoints, "
+                                           "shared by all nodes on a cluster "
+                                           "(default: $PLNLP_CACHE_DIR, else ~/.cache/plnlp)")
+    parser.add_argument("--resume", metavar="RUN_ID",
+                        help="go on with a stopped or failed run (its MLflow run id) from its "
+                             "latest checkpoint, with its settings (--set may change epochs)")
     return parser.parse_args(argv)
 
 
@@ -42,6 +46,9 @@ def add_worker_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpus-per-worker", type=int, default=1,
                         help="CPUs (torch threads) each worker holds (default: 1)")
     parser.add_argument("--use-gpu", action="store_true", help="one GPU per worker")
+    parser.add_argument("--max-failures", type=int, default=3,
+                        help="times a dead worker group is restarted from the latest "
+                             "checkpoint before the run fails (default: 3)")
 
 
 def worker_group(args: argparse.Namespace) -> WorkerGroup:

@@ -46,14 +46,16 @@ def check_resources(workers: WorkerGroup) -> None:
 
 def execute(
     experiment: str, run_name: str, work_dir: str | None, job: Callable[[Path], T],
+    run_id: str | None = None,
 ) -> tuple[str, T] | None:
-    """Runs ``job(work)`` inside a new MLflow run of ``experiment``; returns
-    the run's id and the job's result, or ``None`` after marking the run
-    FAILED with the reason. A scratch ``work`` folder is removed afterwards
-    unless ``work_dir`` names it."""
+    """Runs ``job(work)`` inside a new MLflow run of ``experiment`` (or the
+    existing run ``run_id``, which goes on); returns the run's id and the
+    job's result, or ``None`` after marking the run FAILED with the reason.
+    A scratch ``work`` folder is removed afterwards unless ``work_dir``
+    names it."""
     mlflow.set_experiment(experiment)
     work = Path(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
-    run = mlflow.start_run(run_name=run_name)
+    run = mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name)
     try:
         result = job(work)
         mlflow.end_run()

@@ -19,7 +19,9 @@ from ray import tune  # noqa: E402
 
 from components.artifacts import DatasetArtifact  # noqa: E402
 from components.load import load_dataset  # noqa: E402
+from components.stage_cache import stage_cache_root  # noqa: E402
 from components.tracking import log_config  # noqa: E402
+from components.train import checkpoint_root  # noqa: E402
 from pipelines.cli import (  # noqa: E402
     add_worker_args,
     load_preset,
@@ -93,19 +95,22 @@ def trial(params: dict, base: dict, dataset: DatasetArtifact, options: dict) -> 
     mlflow.set_tracking_uri(options["tracking_uri"])
     with mlflow.start_run(experiment_id=options["experiment_id"],
                           parent_run_id=options["parent_run_id"],
-                          run_name=tune.get_context().get_trial_name()) as run:
+                          run_name=tune.get_context().get_trial_name()):
         log_config(config, asdict(options["workers"]))
         final = train_and_evaluate(dataset, config, options["workers"],
-                                   Path(options["work_dir"]) / run.info.run_id)
+                                   Path(options["checkpoints"]), options["max_failures"])
     tune.report(final)
 
 
 def sweep(args: argparse.Namespace, space: SearchSpace, work: Path) -> tune.ResultGrid:
     data_root = str(resolve_data_root(args.data_root).resolve())
-    dataset = ray.get(load_dataset.remote(args.dataset, data_root, str(work / "splits")))
+    dataset = ray.get(load_dataset.remote(args.dataset, data_root,
+                                          str(stage_cache_root(args.work_dir))))
     log_config(space.base, {"search_space": str(args.space)})
     mlflow.log_text(args.space.read_text(), "search_space.yaml")
-    options = {"tracking_uri": mlflow.get_tracking_uri(), "work_dir": str(work),
+    options = {"tracking_uri": mlflow.get_tracking_uri(),
+               "checkpoints": str(checkpoint_root(args.work_dir)),
+               "max_failures": args.max_failures,
                "parent_run_id": mlflow.active_run().info.run_id,
                "experiment_id": mlflow.active_run().info.experiment_id,
                "workers": worker_group(args)}

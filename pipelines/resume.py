@@ -1,0 +1,116 @@
+"""What a run starts from: new settings, or with ``--resume RUN_ID`` a
+stopped or failed run that goes on from its latest checkpoint, in the same
+MLflow run, with the settings it was started with."""
+import argparse
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mlflow
+import yaml
+from mlflow.entities import Run
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from components.train import CHECKPOINTS_TAG, SHAPES_FILE
+from pipelines.cli import parse_overrides, resolve_config
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.errors import PLNLPError
+from plnlp_core.experiment import build_model
+
+
+@dataclass
+class RunPlan:
+    """What a run starts from.
+
+    Attributes:
+        run_id (str, optional): The MLflow run that goes on (``--resume``).
+        config (PLNLPConfig): Its settings (``--set`` applied on top).
+        runs (int): Its number of seeds.
+        children (dict): Seed to nested run id, for ``--runs`` > 1.
+        finished (dict): Seed to ``final_*`` metrics of the seeds done.
+    """
+
+    run_id: str | None
+    config: PLNLPConfig
+    runs: int
+    children: dict[int, str] = field(default_factory=dict)
+    finished: dict[int, dict[str, float]] = field(default_factory=dict)
+
+
+def plan_run(args: argparse.Namespace) -> RunPlan:
+    """The plan of ``args``: their settings (see :func:`resolve_config`), or
+    the run ``args.resume`` as :func:`resumed_run` finds it."""
+    if args.resume is None:
+        return RunPlan(None, resolve_config(args), args.runs)
+    return resumed_run(args)
+
+
+def resumed_run(args: argparse.Namespace) -> RunPlan:
+    """Looks ``args.resume`` up and checks that it can go on: it exists,
+    trained ``args.dataset``, and its checkpoint fits the model its
+    settings build."""
+    client = MlflowClient()
+    run = _get_run(client, args.resume)
+    trained = run.data.params.get("dataset")
+    if trained != args.dataset:
+        raise PLNLPError(f"run {args.resume} trained {trained}, not {args.dataset}; "
+                         f"resume it with --dataset {trained}.")
+    settings = yaml.safe_load(Path(client.download_artifacts(args.resume, "config.yaml"))
+                              .read_text())
+    config = PLNLPConfig.from_mapping({**settings, **parse_overrides(args.overrides)})
+    info = config.validate()
+    if run.info.status == "FINISHED":
+        raise PLNLPError(f"run {args.resume} has already finished; start a new run instead "
+                         "of --resume.")
+    resumed = RunPlan(args.resume, config, int(run.data.params.get("runs", 1)))
+    if resumed.runs > 1:
+        _read_children(client, run, resumed)
+    for run_id in [args.resume, *resumed.children.values()]:
+        _check_shapes(client.get_run(run_id), config, info)
+    return resumed
+
+
+def _get_run(client: MlflowClient, run_id: str) -> Run:
+    try:
+        return client.get_run(run_id)
+    except MlflowException as error:
+        raise PLNLPError(f"there is no MLflow run {run_id} at {mlflow.get_tracking_uri()}; "
+                         "give --resume the id of a run of this tracking store (see mlflow "
+                         "ui), or set MLFLOW_TRACKING_URI to the store that holds it.") from error
+
+
+def _read_children(client: MlflowClient, parent: Run, resumed: RunPlan) -> None:
+    children = client.search_runs(
+        [parent.info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
+    for child in children:
+        seed = int(child.data.params["seed"])
+        resumed.children[seed] = child.info.run_id
+        if child.info.status == "FINISHED":
+            resumed.finished[seed] = {key: value for key, value in child.data.metrics.items()
+                                      if key.startswith("final_")}
+
+
+def _check_shapes(run: Run, config: PLNLPConfig, info: object) -> None:
+    """Refuses a checkpoint whose parameters have other shapes than the
+    model ``config`` builds (a ``--set`` that changed a size)."""
+    checkpoint = _latest_shapes(run)
+    if checkpoint is None:
+        return
+    saved = checkpoint["shapes"]
+    model = build_model(config, info, checkpoint["num_nodes"])
+    built = {name: list(value.shape) for name, value in model.state_dict().items()}
+    if built != saved:
+        differ = sorted(k for k in built.keys() | saved.keys() if built.get(k) != saved.get(k))
+        raise PLNLPError(f"the checkpoint of run {run.info.run_id} holds a model of another "
+                         f"shape ({', '.join(differ[:3])} differ); resume without --set "
+                         "changes to sizes, or start a new run.")
+
+
+def _latest_shapes(run: Run) -> dict | None:
+    """The parameter shapes of the run's latest checkpoint, if it has one."""
+    storage = run.data.tags.get(CHECKPOINTS_TAG)
+    found = sorted(Path(storage).rglob(SHAPES_FILE), key=lambda p: p.stat().st_mtime) \
+        if storage and Path(storage).is_dir() else []
+    return json.loads(found[-1].read_text()) if found else None
