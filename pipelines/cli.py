@@ -72,6 +72,8 @@ def resolve_config(args: argparse.Namespace) -> PLNLPConfig:
     config.validate()
     if args.runs < 1:
         raise PLNLPError(f"--runs must be at least 1, got {args.runs}.")
+    if args.max_failures < 0:
+        raise PLNLPError(f"--max-failures must be 0 or more, got {args.max_failures}.")
     return config
 
 
