@@ -114,9 +114,8 @@ def test_local_sampler_positive_degree_power_prefers_high_degree_endpoints():
 def test_sampler_raises_plnlp_error_when_no_non_edge_exists(name):
     complete = torch.tensor(list(itertools.combinations(range(5), 2)))
     _, degree = build_adjacency(complete, 5)
-    sampler = SAMPLERS.get(name).from_graph(EdgeSet(complete, 5, undirected=True), degree, 0.0)
     with pytest.raises(PLNLPError, match="no non-edge"):
-        sampler(complete, torch.Generator().manual_seed(0))
+        SAMPLERS.get(name).from_graph(EdgeSet(complete, 5, undirected=True), degree, 0.0)
 
 
 def test_sampler_table_names_global_and_local():
@@ -124,3 +123,39 @@ def test_sampler_table_names_global_and_local():
     assert SAMPLERS.get("local") is LocalSampler
     with pytest.raises(PLNLPError, match="global, local"):
         SAMPLERS.get("uniform")
+
+
+@pytest.mark.parametrize("name", ["global", "local"])
+def test_rows_whose_proposals_are_all_edges_fall_back_to_a_verified_non_edge(name, monkeypatch):
+    edges = dense_graph()
+    sampler = make_sampler(name, edges)
+    monkeypatch.setattr(type(sampler), "candidates", 1)  # most rows now fall back
+    pos = positives_of(edges, 50)
+    fallbacks = []
+    real = sampler.fallback
+    monkeypatch.setattr(sampler, "fallback", lambda p, g: fallbacks.append(1) or real(p, g))
+    neg = sampler(pos, torch.Generator().manual_seed(5))
+    assert fallbacks
+    assert not {(u, v) for u, v in neg.tolist()} & edge_pairs(edges)
+    assert all(u != v for u, v in neg.tolist())
+    if name == "local":
+        assert torch.equal(neg[:, 0], pos[:, 0])
+
+
+@pytest.mark.parametrize("name", ["global", "local"])
+def test_a_draw_proposes_once_and_never_loops_back_to_the_host(name, monkeypatch):
+    edges = dense_graph()
+    sampler = make_sampler(name, edges)
+    calls = []
+    real = sampler.propose
+    monkeypatch.setattr(sampler, "propose", lambda p, g: calls.append(p.size(0)) or real(p, g))
+    pos = positives_of(edges, 10)
+    sampler(pos, torch.Generator().manual_seed(6))
+    assert calls == [sampler.candidates * pos.size(0)]
+
+
+def test_denser_graphs_draw_more_candidates_per_row():
+    # 2 of 28 pairs are edges: 12 of 64 proposals are rejected (self-loops too),
+    # 0.19^6 < 1e-4; with 22 edges 52 of 64 are, and the cap of 32 is reached
+    assert make_sampler("global", torch.tensor([[0, 1], [2, 3]])).candidates == 6
+    assert make_sampler("global", dense_graph()).candidates == 32
