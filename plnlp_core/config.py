@@ -16,6 +16,7 @@ WALK_POSITIVES = ("union", "walks")
 EDGE_MARGINS = ("normalized", "raw")
 LR_DECAYS = ("none", "linear")
 SELECT_BEST = ("first", "last")
+PRECISIONS = ("fp32", "tf32", "bf16")
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class PLNLPConfig:
     lr: float = 0.001
     lr_decay: str = "none"
     clip_grad_norm: float | None = None
+    precision: str = "fp32"
     epochs: int = 100
     batch_size: int = 65536
     max_batches_per_epoch: int | None = None
@@ -107,7 +109,7 @@ class PLNLPConfig:
         for key, choices in (("node_input", NODE_INPUTS), ("walk_starts", WALK_STARTS),
                              ("walk_positives", WALK_POSITIVES), ("edge_margin", EDGE_MARGINS),
                              ("negatives", NEGATIVE_MODES), ("lr_decay", LR_DECAYS),
-                             ("select_best", SELECT_BEST)):
+                             ("select_best", SELECT_BEST), ("precision", PRECISIONS)):
             _check_choice(key, getattr(self, key), choices)
         for key in ("embedding_dim", "hidden_channels", "encoder_layers", "predictor_hidden",
                     "predictor_layers", "num_neg", "epochs", "batch_size", "eval_every",

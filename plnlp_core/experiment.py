@@ -27,7 +27,7 @@ from plnlp_core.losses import WEIGHTED_LOSSES
 from plnlp_core.nn import GNNEncoder, NodeInput, PLNLPModel
 from plnlp_core.random_walk import random_walk_pairs, walk_starts
 from plnlp_core.sampling import SAMPLERS, NegativeSampler
-from plnlp_core.training import StepOptions, train_epoch
+from plnlp_core.training import StepOptions, set_matmul_precision, train_epoch
 
 
 def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLPModel:
@@ -153,6 +153,7 @@ def fit(
     graph = graph.to(device)
     sampler = build_sampler(config, split, graph, device)
     options = StepOptions.from_config(config, world_size)
+    set_matmul_precision(config.precision)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     schedule = learning_rate_schedule(optimizer, config)
     generator = torch.Generator(device).manual_seed(config.seed * 1000 + rank)

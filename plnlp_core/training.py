@@ -39,6 +39,9 @@ class StepOptions:
         clip_grad_norm (float, optional): Clip the encoder's and the
             predictor's gradients to this norm.
         world_size (int): DDP workers sharing the global batch.
+        precision (str): ``"bf16"`` runs the model's forward under bfloat16
+            autocast (the loss stays fp32); ``"fp32"`` and ``"tf32"`` do not
+            (:func:`set_matmul_precision` sets TF32).
     """
 
     loss_fn: LossFn
@@ -47,11 +50,12 @@ class StepOptions:
     l2: float = 0.0
     clip_grad_norm: float | None = None
     world_size: int = 1
+    precision: str = "fp32"
 
     @classmethod
     def from_config(cls, config: PLNLPConfig, world_size: int = 1) -> "StepOptions":
         return cls(LOSSES.get(config.loss), config.num_neg, config.negatives, config.l2,
-                   config.clip_grad_norm, world_size)
+                   config.clip_grad_norm, world_size, config.precision)
 
 
 def draw_batch(
@@ -80,13 +84,18 @@ def train_step(
     batch and gradients are averaged, so the local ranking sum is scaled by
     ``world_size`` and the L2 term is added once overall: the update equals
     one worker's on the whole batch. With ``clip_grad_norm`` the encoder's
-    and the predictor's gradients are clipped after averaging.
+    and the predictor's gradients are clipped after averaging. With
+    ``precision: bf16`` the forward pass runs under bfloat16 autocast and the
+    loss in fp32.
 
     Returns:
         The loss of this worker's shard (unscaled, without L2).
     """
     m = batch.pos.size(0)
-    scores = model(x, adj, torch.cat([batch.pos, batch.neg]))
+    with torch.autocast(batch.pos.device.type, dtype=torch.bfloat16,
+                        enabled=options.precision == "bf16"):
+        scores = model(x, adj, torch.cat([batch.pos, batch.neg]))
+    scores = scores.float()
     ranking = options.loss_fn(scores[:m], scores[m:][batch.neg_index], batch.weight)
     loss = ranking * options.world_size
     if options.l2 > 0:
@@ -121,3 +130,9 @@ def train_epoch(
         total += train_step(model, optimizer, x, adj, batch, options)
         seen += index.numel()
     return total / max(seen, 1)
+
+
+def set_matmul_precision(precision: str) -> None:
+    """fp32 matrix products in full fp32 (``"fp32"``, ``"bf16"``) or with
+    TF32 tensor cores allowed (``"tf32"``, on GPUs that have them)."""
+    torch.set_float32_matmul_precision("high" if precision == "tf32" else "highest")

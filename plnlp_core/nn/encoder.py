@@ -1,3 +1,4 @@
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv
@@ -66,10 +67,20 @@ class GNNEncoder(nn.Module):
         for i, conv in enumerate(self.convs):
             if i > 0:
                 x = self._activate(x)
-            x = conv(x, adj)
+            x = self._convolve(conv, x, adj)
         if self.activate_last_layer and self.convs:
             x = self._activate(x)
         return x
+
+    @staticmethod
+    def _convolve(conv: nn.Module, x: Tensor, adj: Tensor) -> Tensor:
+        """One layer. Under autocast, SAGE keeps its sparse aggregation in
+        fp32 itself; PyG's other layers run wholly in fp32, as sparse CSR
+        products have no bfloat16 kernel on every device."""
+        if isinstance(conv, SymmetricSAGEConv) or not torch.is_autocast_enabled(x.device.type):
+            return conv(x, adj)
+        with torch.autocast(x.device.type, enabled=False):
+            return conv(x.float(), adj)
 
     def _activate(self, x: Tensor) -> Tensor:
         return F.dropout(x.relu(), p=self.dropout, training=self.training)

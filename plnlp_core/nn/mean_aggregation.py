@@ -33,9 +33,11 @@ def symmetric_mean_spmm(adj: Tensor, x: Tensor) -> Tensor:
 
     so the backward pass is one more sum-SpMM with the same matrix instead
     of a transpose (which PyTorch's CSR ``reduce="mean"`` backward sorts
-    anew on every call). Rows without neighbours give zeros.
+    anew on every call). Rows without neighbours give zeros. The product
+    runs in ``adj``'s dtype (fp32 under bfloat16 autocast too).
     """
-    return _SymmetricMeanSpMM.apply(adj, x)
+    with torch.autocast(x.device.type, enabled=False):
+        return _SymmetricMeanSpMM.apply(adj, x.to(adj.dtype))
 
 
 class SymmetricSAGEConv(SAGEConv):

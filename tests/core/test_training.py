@@ -273,3 +273,31 @@ def test_a_resumed_fit_ends_exactly_as_an_uninterrupted_one(ddi_standin_split, t
     assert resumed.best_metrics == whole.best_metrics
     for key, value in whole_model.state_dict().items():
         assert torch.equal(fresh.state_dict()[key], value), key
+
+
+@pytest.mark.parametrize("encoder", ["sage", "gcn"])
+def test_bf16_runs_the_predictor_in_bfloat16_and_the_loss_in_fp32(ddi_standin_split, encoder):
+    seen = {}
+    model, config, result = small_fit(ddi_standin_split, epochs=2, precision="bf16",
+                                      encoder=encoder, predictor="mlp")
+    first = model.predictor.mlp.lins[0]
+    first.register_forward_hook(lambda m, i, out: seen.update(dtype=out.dtype))
+    graph = build_training_graph(ddi_standin_split, config)
+    batch = PairBatch(graph.positives[:8], None, graph.positives[8:16], torch.zeros(8, 1).long())
+    losses = {}
+    options = StepOptions(lambda p, n, w: losses.setdefault("dtype", p.dtype) and (p - n).sum(),
+                          precision="bf16")
+    train_step(model, torch.optim.SGD(model.parameters(), lr=0.0), None, graph.adj, batch,
+               options)
+    assert seen["dtype"] == torch.bfloat16 and losses["dtype"] == torch.float32
+    assert all(torch.isfinite(torch.tensor(e.train_loss)) for e in result.history)
+
+
+def test_precision_sets_tf32_matmuls_only_for_tf32():
+    from plnlp_core.training import set_matmul_precision
+
+    set_matmul_precision("tf32")
+    assert torch.get_float32_matmul_precision() == "high"
+    for precision in ("fp32", "bf16"):
+        set_matmul_precision(precision)
+        assert torch.get_float32_matmul_precision() == "highest"

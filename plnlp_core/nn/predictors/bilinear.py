@@ -25,14 +25,15 @@ class BilinearPredictor(nn.Module):
 
     def __init__(self, in_channels: int, **kwargs: object) -> None:
         super().__init__()
-        self.bilinear = nn.Bilinear(in_channels, in_channels, 1, bias=False)
+        self.lin = nn.Linear(in_channels, in_channels, bias=False)  # W
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        self.bilinear.reset_parameters()
+        self.lin.reset_parameters()
 
     def forward(self, h_src: Tensor, h_dst: Tensor) -> Tensor:
-        return self.bilinear(h_src, h_dst).squeeze(-1)
+        # h_i^T W h_j as h_i . (W h_j): one matrix product, which autocast can run in bf16
+        return (h_src * self.lin(h_dst)).sum(dim=-1)
 
     def __repr__(self) -> str:
-        return f"BilinearPredictor({self.bilinear.in1_features})"
+        return f"BilinearPredictor({self.lin.in_features})"
