@@ -1,9 +1,9 @@
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv
 
 from plnlp_core.nn.mean_aggregation import SymmetricSAGEConv
+from plnlp_core.nn.relu_dropout import relu_dropout
 from plnlp_core.registry import Registry
 
 ENCODERS: Registry[type[nn.Module] | None] = Registry("encoder")
@@ -83,7 +83,7 @@ class GNNEncoder(nn.Module):
             return conv(x.float(), adj)
 
     def _activate(self, x: Tensor) -> Tensor:
-        return F.dropout(x.relu(), p=self.dropout, training=self.training)
+        return relu_dropout(x, self.dropout, self.training)
 
     def __repr__(self) -> str:
         return (f"GNNEncoder({self.name}, layers={len(self.convs)}, "

@@ -1,9 +1,23 @@
 """EdgeSet: membership of node pairs among the training edges."""
+import pytest
 import torch
 
 from plnlp_core.edge_set import EdgeSet
 
 EDGES = torch.tensor([[0, 1], [1, 2], [3, 0]])
+
+
+@pytest.fixture(autouse=True, params=["dense table", "sorted keys"])
+def lookup(request, monkeypatch):
+    """Every test runs with both ways of answering a query."""
+    if request.param == "sorted keys":
+        monkeypatch.setattr(EdgeSet, "DENSE_LIMIT", 0)
+    return request.param
+
+
+def test_small_graphs_use_the_dense_table_and_large_ones_sorted_keys(lookup):
+    edges = EdgeSet(EDGES, num_nodes=4, undirected=True)
+    assert (edges.table is not None) == (lookup == "dense table")
 
 
 def test_undirected_edge_set_contains_both_directions_of_every_edge():

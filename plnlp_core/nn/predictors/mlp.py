@@ -1,8 +1,43 @@
 import torch
 from torch import Tensor, nn
-from torch_geometric.nn import MLP
 
 from plnlp_core.nn.predictors import PREDICTORS
+from plnlp_core.nn.relu_dropout import relu_dropout
+
+
+class MLP(nn.Module):
+    r"""Linear layers with ReLU and dropout between them (fused by
+    :func:`relu_dropout`) and none after the last:
+    :math:`\mathbf{W}_L \cdots \mathrm{drop}(\mathrm{ReLU}(\mathbf{W}_1 \mathbf{x}))`.
+
+    Args:
+        in_channels (int): Input size.
+        hidden_channels (int): Size of the hidden layers.
+        out_channels (int): Output size.
+        num_layers (int): Number of linear layers.
+        dropout (float): Dropout after each hidden layer. (default: ``0.0``)
+    """
+
+    def __init__(self, in_channels: int, hidden_channels: int, out_channels: int,
+                 num_layers: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        sizes = [in_channels] + [hidden_channels] * (num_layers - 1) + [out_channels]
+        self.lins = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:],
+                                                                  strict=True))
+        self.dropout = dropout
+
+    def reset_parameters(self) -> None:
+        for lin in self.lins:
+            lin.reset_parameters()
+
+    def forward(self, x: Tensor) -> Tensor:
+        for lin in self.lins[:-1]:
+            x = relu_dropout(lin(x), self.dropout, self.training)
+        return self.lins[-1](x)
+
+    def __repr__(self) -> str:
+        sizes = [self.lins[0].in_features] + [lin.out_features for lin in self.lins]
+        return f"MLP({sizes}, dropout={self.dropout})"
 
 
 @PREDICTORS.register("mlp")
@@ -29,10 +64,7 @@ class MLPPredictor(nn.Module):
         self, in_channels: int, hidden_channels: int, num_layers: int, dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        self.mlp = MLP(
-            in_channels=self.input_size(in_channels), hidden_channels=hidden_channels,
-            out_channels=1, num_layers=num_layers, dropout=dropout, norm=None,
-        )
+        self.mlp = MLP(self.input_size(in_channels), hidden_channels, 1, num_layers, dropout)
         self.reset_parameters()
 
     @staticmethod
