@@ -55,10 +55,13 @@ class WalkArtifact:
 
 @dataclass(frozen=True)
 class TrainArtifact:
-    """The best checkpoint (``train``'s output): ``directory`` holds
-    ``model.pt`` (a ``state_dict``), chosen by validation."""
+    """The best checkpoint (``train``'s output): ``checkpoint_dir`` holds
+    ``model.pt`` (a ``state_dict``), chosen by validation; ``fit_seconds``
+    is how long the training loop took, epochs, evaluations, checkpoints and
+    reports included (of the last attempt, after a restart)."""
 
     checkpoint_dir: str
     best_epoch: int
     best_metrics: dict[str, float]
     history: list[dict[str, float]] = field(default_factory=list)
+    fit_seconds: float = 0.0

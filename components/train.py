@@ -3,6 +3,7 @@
 import json
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,7 @@ BEST_FILE = "best.json"
 BEST_DIR = "best"
 HISTORY_FILE = "history.json"
 SHAPES_FILE = "shapes.json"
+TIMING_FILE = "timing.json"
 CHECKPOINTS_TAG = "plnlp.checkpoints"
 
 
@@ -123,7 +125,9 @@ def train(
     checkpoint = Path(result.checkpoint.path)
     best = json.loads((checkpoint / BEST_DIR / BEST_FILE).read_text())
     history = json.loads((checkpoint / HISTORY_FILE).read_text())
-    return TrainArtifact(str(checkpoint / BEST_DIR), best["epoch"], best["metrics"], history)
+    timing = json.loads((checkpoint / TIMING_FILE).read_text())
+    return TrainArtifact(str(checkpoint / BEST_DIR), best["epoch"], best["metrics"], history,
+                         timing["fit_seconds"])
 
 
 def train_worker(loop_config: dict) -> None:
@@ -191,6 +195,7 @@ class EpochReporter:
         self.history: list[dict[str, float]] = list(history or [])
         self.pending: list[dict[str, float]] = []
         self.restored_from: int | None = None
+        self.started = time.perf_counter()  # fit starts next
 
     def restarted(self, epoch: int) -> None:
         """Notes that training goes on after ``epoch``, said with the next report."""
@@ -221,6 +226,8 @@ class EpochReporter:
             if self.rank == 0:
                 (directory / HISTORY_FILE).write_text(json.dumps(self.history))
                 (directory / SHAPES_FILE).write_text(json.dumps(_shapes(state.model)))
+                fit_seconds = time.perf_counter() - self.started
+                (directory / TIMING_FILE).write_text(json.dumps({"fit_seconds": fit_seconds}))
                 if state.best_state is not None:
                     (directory / BEST_DIR).mkdir()
                     torch.save(state.best_state, directory / BEST_DIR / CHECKPOINT_FILE)

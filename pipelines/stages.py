@@ -1,6 +1,7 @@
 """The stages after ``load`` for one config, shared by the main job and the
 sweep's trials: augment -> train -> evaluate, recorded in the active MLflow run."""
 import shutil
+import time
 from pathlib import Path
 
 import mlflow
@@ -27,10 +28,14 @@ def train_and_evaluate(
     run_id = mlflow.active_run().info.run_id
     storage = checkpoints / run_id
     mlflow.set_tag(CHECKPOINTS_TAG, str(storage))
+    start = time.perf_counter()
     trained = train(dataset, walks, config, str(storage), workers, mlflow.get_tracking_uri(),
                     run_id, max_failures)
+    train_seconds = time.perf_counter() - start
     final = ray.get(evaluate_checkpoint.remote(dataset, trained, config))
-    mlflow.log_metrics({**final, "best_epoch": trained.best_epoch})
+    mlflow.log_metrics({**final, "best_epoch": trained.best_epoch,
+                        "train_stage_seconds": train_seconds,
+                        "fit_seconds": trained.fit_seconds})
     log_training(trained, dataset.meta.metric.replace("@", "_"))
     shutil.rmtree(storage, ignore_errors=True)  # MLflow holds the best model now
     return final
