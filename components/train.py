@@ -1,6 +1,7 @@
 """Stage ``train``: Ray Train's ``TorchTrainer`` runs PLNLP on N workers
 (DDP); each worker ranks its shard of the positive pairs."""
 import json
+import logging
 import sys
 import tempfile
 import time
@@ -118,6 +119,7 @@ def train(
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
             failure_config=ray.train.FailureConfig(max_failures=max_failures),
             callbacks=[EpochLogger(tracking_uri, run_id)] if run_id else [],
+            logging_config=ray.train.LoggingConfig(log_level="WARNING"),
         ),
         datasets=positives_datasets(dataset, config),
     )
@@ -135,6 +137,7 @@ def train_worker(loop_config: dict) -> None:
     ``loop_config``, the ``positives`` dataset shard and, after a restart,
     the latest checkpoint."""
     config = PLNLPConfig.from_mapping(loop_config["config"])
+    quiet_ray_logs()
     context = ray.train.get_context()
     rank, world_size = context.get_world_rank(), context.get_world_size()
     split = read_split(Path(loop_config["dataset_dir"]))
@@ -149,6 +152,16 @@ def train_worker(loop_config: dict) -> None:
     if resume is not None:
         reporter.restarted(resume.epoch)
     fit(model, config, split, graph, world_size, rank, on_epoch=reporter, resume=resume)
+
+
+def quiet_ray_logs() -> None:
+    """Keeps Ray Train's and Ray Data's per-report and per-dataset info lines
+    off the console of this process; their warnings and errors still show.
+    (Ray 2.60 logs each report under a logger named after its source file.)"""
+    import ray.train.v2._internal.execution.context as train_context
+
+    for name in ("ray.train", "ray.data", train_context.__file__):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _restore(
