@@ -6,19 +6,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import matplotlib
+import mlflow
+import pandas as pd
+import ray.train
+import yaml
+from mlflow.entities import Metric
+from mlflow.tracking import MlflowClient
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import mlflow  # noqa: E402
-import pandas as pd  # noqa: E402
-import ray.train  # noqa: E402
-import yaml  # noqa: E402
-from mlflow.entities import Metric  # noqa: E402
-from mlflow.tracking import MlflowClient  # noqa: E402
-
-from components.artifacts import TrainArtifact  # noqa: E402
-from plnlp_core.config import PLNLPConfig  # noqa: E402
+from components.artifacts import TrainArtifact
+from components.plots import plot_learning_curve, plot_seed_curves
+from plnlp_core.config import PLNLPConfig
 
 FAILURE_TAG = "failure_reason"
 MLFLOW_BATCH = 1000  # metrics MLflow takes in one log_batch
@@ -31,31 +28,28 @@ def log_config(config: PLNLPConfig, extra: dict[str, object]) -> None:
     mlflow.log_text(yaml.safe_dump(config.to_dict(), sort_keys=False), "config.yaml")
 
 
-def log_training(trained: TrainArtifact, main_metric: str) -> None:
+def log_training(trained: TrainArtifact, main_metric: str, title: str) -> None:
     """The best checkpoint, the per-epoch table and the learning curve."""
     mlflow.log_artifacts(trained.checkpoint_dir, "checkpoint")
     table = pd.DataFrame(trained.history)
     with tempfile.TemporaryDirectory() as directory:
         table.to_csv(Path(directory) / "metrics.csv", index=False)
-        _plot_curve(table, main_metric, Path(directory) / "learning_curve.png")
+        plot_learning_curve(table, main_metric, trained.best_epoch, title,
+                            Path(directory) / "learning_curve.png")
         mlflow.log_artifacts(directory)
 
 
-def _plot_curve(table: pd.DataFrame, main_metric: str, path: Path) -> None:
-    figure, (loss_axis, metric_axis) = plt.subplots(1, 2, figsize=(10, 4))
-    loss_axis.plot(table["epoch"], table["train_loss"])
-    loss_axis.set(xlabel="epoch", ylabel="train loss per positive pair", yscale="log")
-    evaluated = table.dropna(subset=[f"valid_{main_metric}"]) \
-        if f"valid_{main_metric}" in table else table.iloc[0:0]
-    for split in ("valid", "test"):
-        key = f"{split}_{main_metric}"
-        if key in evaluated:
-            metric_axis.plot(evaluated["epoch"], evaluated[key], marker=".", label=split)
-    metric_axis.set(xlabel="epoch", ylabel=main_metric)
-    metric_axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+def log_seed_curves(run_ids: dict[int, str], main_metric: str, title: str) -> None:
+    """Every seed's validation curve, read back from its nested run, as
+    ``seeds_valid_curve.png`` of the active (parent) run."""
+    client = MlflowClient()
+    curves = {}
+    for seed, run_id in run_ids.items():
+        history = client.get_metric_history(run_id, f"valid_{main_metric}")
+        curves[seed] = pd.Series({m.step: m.value for m in history}).sort_index()
+    with tempfile.TemporaryDirectory() as directory:
+        plot_seed_curves(curves, main_metric, title, Path(directory) / "seeds_valid_curve.png")
+        mlflow.log_artifacts(directory)
 
 
 def summary_metrics(finals: Sequence[dict[str, float]]) -> dict[str, float]:

@@ -208,6 +208,7 @@ class EpochReporter:
         self.history: list[dict[str, float]] = list(history or [])
         self.pending: list[dict[str, float]] = []
         self.restored_from: int | None = None
+        self.first_epoch = len(self.history) + 1
         self.started = time.perf_counter()  # fit starts next
 
     def restarted(self, epoch: int) -> None:
@@ -257,12 +258,26 @@ class EpochReporter:
         return float(total) / self.world_size
 
     def _print(self, metrics: dict[str, float]) -> None:
+        """``epoch 12/500  loss 0.41234  valid_hits_20 0.6123  test_hits_20
+        0.5871  2.4 s  ETA 19m32s``: the ETA from the mean wall time of this
+        attempt's epochs, evaluations and checkpoints included."""
+        epoch, epochs = int(metrics["epoch"]), self.config.epochs
         keys = (f"valid_{self.main_metric}", f"test_{self.main_metric}")
         shown = [f"{key} {metrics[key]:.4f}" for key in keys if key in metrics]
-        line = (f"epoch {metrics['epoch']}/{self.config.epochs}  loss {metrics['train_loss']:.5f}  "
-                + "  ".join(shown) + f"  ({metrics['epoch_seconds']:.1f} s)")
+        per_epoch = (time.perf_counter() - self.started) / (epoch - self.first_epoch + 1)
+        line = "  ".join([f"epoch {epoch}/{epochs}", f"loss {metrics['train_loss']:.5f}",
+                          *shown, f"{metrics['epoch_seconds']:.1f} s",
+                          f"ETA {_duration(per_epoch * (epochs - epoch))}"])
         # Ray Train tees a plain print to stdout and its logger; write once.
         print(line, file=sys.__stdout__, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    """``42s``, ``19m32s`` or ``3h05m``."""
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes \
+        else f"{secs}s"
 
 
 def _shapes(state: dict[str, torch.Tensor]) -> dict[str, object]:

@@ -36,6 +36,7 @@ def train_and_evaluate(
     mlflow.log_metrics({**final, "best_epoch": trained.best_epoch,
                         "train_stage_seconds": train_seconds,
                         "fit_seconds": trained.fit_seconds})
-    log_training(trained, dataset.meta.metric.replace("@", "_"))
+    log_training(trained, dataset.meta.metric.replace("@", "_"),
+                 mlflow.active_run().info.run_name)
     shutil.rmtree(storage, ignore_errors=True)  # MLflow holds the best model now
     return final
