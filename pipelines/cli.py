@@ -1,6 +1,7 @@
 """Command-line settings of the pipelines: presets, config files and
 ``--set`` overrides, resolved into one :class:`PLNLPConfig`."""
 import argparse
+import sys
 from pathlib import Path
 
 import yaml
@@ -11,6 +12,7 @@ from plnlp_core.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
+NEEDS_GPU = "needs_gpu"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -38,6 +40,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--resume", metavar="RUN_ID",
                         help="go on with a stopped or failed run (its MLflow run id) from its "
                              "latest checkpoint, with its settings (--set may change epochs)")
+    parser.add_argument("--yes", action="store_true",
+                        help="run a preset made for a GPU without one, without asking")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Ray's and MLflow's own progress lines too")
     return parser.parse_args(argv)
 
 
@@ -74,6 +80,7 @@ def resolve_config(args: argparse.Namespace) -> PLNLPConfig:
         raise PLNLPError(f"--runs must be at least 1, got {args.runs}.")
     if args.max_failures < 0:
         raise PLNLPError(f"--max-failures must be 0 or more, got {args.max_failures}.")
+    confirm_cpu_run(args)
     return config
 
 
@@ -89,14 +96,26 @@ def parse_overrides(overrides: list[str]) -> dict[str, object]:
 
 
 def load_preset(dataset: str, preset: str) -> dict[str, object]:
-    """The settings of ``preset`` in ``pipelines/presets/<dataset>.yaml``."""
+    """The settings of ``preset`` in ``pipelines/presets/<dataset>.yaml``
+    (without its ``needs_gpu`` mark, see :func:`preset_needs_gpu`)."""
+    settings = _preset_entry(dataset, preset)
+    settings.pop(NEEDS_GPU, None)
+    return settings
+
+
+def preset_needs_gpu(dataset: str, preset: str) -> bool:
+    """Whether ``preset`` is marked ``needs_gpu: true`` (hours on CPUs)."""
+    return bool(_preset_entry(dataset, preset).get(NEEDS_GPU, False))
+
+
+def _preset_entry(dataset: str, preset: str) -> dict[str, object]:
     path = PRESETS_DIR / f"{dataset}.yaml"
     presets = read_mapping(path, "presets") if path.exists() else {}
     if preset not in presets:
         raise PLNLPError(f"unknown preset {preset!r} for {dataset}; choose one of: "
                          f"{', '.join(presets) or 'none (use --config)'}.")
     settings = presets[preset]
-    known = PLNLPConfig.setting_names()
+    known = [*PLNLPConfig.setting_names(), NEEDS_GPU]
     unknown = [key for key in settings if key not in known] if isinstance(settings, dict) else []
     if not isinstance(settings, dict) or unknown:
         problem = f"sets unknown {', '.join(unknown)}" if unknown else "is not a mapping"
@@ -116,3 +135,17 @@ def read_mapping(path: Path, what: str) -> dict:
     if not isinstance(data, dict):
         raise PLNLPError(f"{what} {path} must be a YAML mapping, got {type(data).__name__}.")
     return data
+
+
+def confirm_cpu_run(args: argparse.Namespace) -> None:
+    """A preset made for a GPU started without ``--use-gpu`` goes on only
+    with ``--yes`` or a "y" typed at a terminal; elsewhere it is refused."""
+    if args.use_gpu or args.yes or not preset_needs_gpu(args.dataset, args.preset):
+        return
+    question = (f"The {args.dataset} {args.preset!r} preset is made for a GPU and takes hours "
+                "on CPUs. Run it on CPUs anyway? [y/N] ")
+    if sys.stdin.isatty() and input(question).strip().lower() in ("y", "yes"):
+        return
+    raise PLNLPError(f"the {args.dataset} {args.preset!r} preset is made for a GPU and would "
+                     "take hours on CPUs; add --use-gpu on a machine with GPUs, choose "
+                     "--preset cpu (or smoke), or add --yes to run it on CPUs anyway.")

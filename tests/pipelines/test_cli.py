@@ -29,7 +29,11 @@ from pipelines.run import main
         (["--dataset", "ddi", "--set", "lr"], "is not KEY=VALUE"),
         (["--dataset", "ddi", "--preset", "huge"], "unknown preset 'huge' for ddi"),
         (["--dataset", "ddi", "--runs", "0"], "--runs must be at least 1"),
-        (["--dataset", "ddi", "--num-workers", "0"], "--num-workers and --cpus-per-worker must"),
+        (["--dataset", "ddi", "--preset", "smoke", "--num-workers", "0"],
+         "--num-workers and --cpus-per-worker must"),
+        (["--dataset", "ddi"], "the ddi 'paper' preset is made for a GPU and would take hours on "
+                               "CPUs; add --use-gpu on a machine with GPUs, choose --preset cpu"),
+        (["--dataset", "collab", "--preset", "paper"], "add --yes to run it on CPUs anyway"),
         (["--dataset", "citation2", "--set", "predictor=dot", "--set",
           "force_symmetric_predictor=false"],
          "predictor 'dot' is symmetric but ogbl-citation2 is directed"),
@@ -66,3 +70,14 @@ def test_a_preset_with_a_setting_the_config_does_not_know_is_refused(tmp_path, c
     assert err.startswith(f"error: preset 'typo' in {tmp_path / 'ddi.yaml'} sets unknown "
                           "hiden_channels; fix the preset file")
     assert len(err.splitlines()) == 1
+
+
+def test_a_gpu_preset_asks_at_a_terminal_and_stops_unless_told_yes(monkeypatch, capsys):
+    import sys
+
+    asked = []
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda question: asked.append(question) or "n")
+    assert main(["--dataset", "ddi"]) == 2
+    assert "Run it on CPUs anyway? [y/N]" in asked[0]
+    assert "add --yes" in capsys.readouterr().err

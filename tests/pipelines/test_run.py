@@ -96,7 +96,7 @@ def test_collab_paper_preset_runs_walks_years_and_validation_edges(
     from tests.standin import write_collab_standin
 
     root = write_collab_standin(tmp_path / "data")
-    argv = ["--dataset", "collab", "--preset", "paper", "--data-root", str(root), *STANDIN,
+    argv = ["--dataset", "collab", "--preset", "paper", "--yes", "--data-root", str(root), *STANDIN,
             "--set", "min_train_year=2005"]
     assert main(argv) == 0
     _, run, _ = only_run(mlflow_store, "plnlp-collab")
@@ -109,7 +109,7 @@ def test_citation2_paper_preset_reports_mrr(ray_session, mlflow_store, tmp_path)
     from tests.standin import write_citation2_standin
 
     root = write_citation2_standin(tmp_path / "data")
-    assert main(["--dataset", "citation2", "--preset", "paper", "--data-root", str(root),
+    assert main(["--dataset", "citation2", "--preset", "paper", "--yes", "--data-root", str(root),
                  *STANDIN]) == 0
     client, run, _ = only_run(mlflow_store, "plnlp-citation2")
     assert run.data.params["sampler"] == "local"
