@@ -61,7 +61,10 @@ _BAD_GZIP_CSV = (OSError, EOFError, ValueError, zlib.error, pa.ArrowException)
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """What is known of a dataset before loading it."""
+    """What is known of a dataset before loading it. ``metric`` is OGB's
+    (``hits@20``, ``mrr``), or ``auc`` for a graph of one's own (see
+    :mod:`plnlp_core.own_graph`), which is also scored by Hits@K for each
+    cut-off in ``hits_k``."""
 
     name: str
     ogb_name: str
@@ -70,6 +73,7 @@ class DatasetInfo:
     feature_dim: int
     edge_weights: bool = False
     edge_years: bool = False
+    hits_k: tuple[int, ...] = (20, 50, 100)
 
     @property
     def dir_name(self) -> str:
@@ -77,8 +81,12 @@ class DatasetInfo:
 
     @property
     def metric_keys(self) -> list[str]:
-        """Metric names as logged: ``hits_20``, ``hits_50``, ``hits_100`` or ``mrr``."""
-        return ["mrr"] if self.metric == "mrr" else ["hits_20", "hits_50", "hits_100"]
+        """Metric names as logged: ``hits_20``, ``hits_50``, ``hits_100``, or
+        ``mrr``, or ``auc`` followed by the Hits@K keys."""
+        if self.metric == "mrr":
+            return ["mrr"]
+        hits = [f"hits_{k}" for k in self.hits_k]
+        return ["auc", *hits] if self.metric == "auc" else hits
 
     @property
     def main_metric_key(self) -> str:

@@ -1,10 +1,15 @@
-"""Link-prediction metrics through OGB's own :class:`Evaluator`."""
+"""Link-prediction metrics: OGB's own :class:`Evaluator` (Hits@K, MRR), and
+AUC for graphs of one's own."""
 import torch
 from ogb.linkproppred import Evaluator
+from scipy.stats import rankdata
 from torch import Tensor
 
 from plnlp_core.datasets import DatasetInfo
 from plnlp_core.nn import PLNLPModel
+
+# Own graphs take OGB's Hits@K from the Evaluator of a Hits dataset, its K set per cut-off.
+HITS_EVALUATOR = "ogbl-ddi"
 
 
 @torch.no_grad()
@@ -15,20 +20,42 @@ def score_pairs(model: PLNLPModel, h: Tensor, pairs: Tensor, batch_size: int) ->
 
 def ogb_metrics(info: DatasetInfo, pos_score: Tensor, neg_score: Tensor) -> dict[str, float]:
     """``hits_20``, ``hits_50``, ``hits_100`` (Hits@K datasets) or ``mrr``,
-    each computed by ``ogb.linkproppred.Evaluator``."""
-    evaluator = Evaluator(info.ogb_name)
+    each computed by ``ogb.linkproppred.Evaluator``; for an own graph
+    (``metric == "auc"``), :func:`auc` and ``hits_<K>`` for each of
+    ``info.hits_k``. As OGB defines it, Hits@K is the fraction of positives
+    scored above the K-th best negative, and 1 when there are fewer than K
+    negatives."""
     if info.metric == "mrr":
-        result = evaluator.eval({
+        result = Evaluator(info.ogb_name).eval({
             "y_pred_pos": pos_score,
             "y_pred_neg": neg_score.view(pos_score.size(0), -1),
         })
         return {"mrr": float(result["mrr_list"].mean())}
-    metrics = {}
-    for k in (20, 50, 100):
+    own = info.metric == "auc"
+    metrics = {"auc": auc(pos_score, neg_score)} if own else {}
+    evaluator = Evaluator(HITS_EVALUATOR if own else info.ogb_name)
+    for k in info.hits_k:
         evaluator.K = k
         result = evaluator.eval({"y_pred_pos": pos_score, "y_pred_neg": neg_score})
         metrics[f"hits_{k}"] = float(result[f"hits@{k}"])
     return metrics
+
+
+def auc(pos_score: Tensor, neg_score: Tensor) -> float:
+    r"""The area under the ROC curve: the fraction of (positive, negative)
+    pairs ranked correctly, ties counting half,
+
+    .. math::
+        \mathrm{AUC} = \frac{1}{|P| |N|} \sum_{p \in P} \sum_{n \in N}
+        \left( [s_p > s_n] + \tfrac{1}{2} [s_p = s_n] \right)
+        = \frac{\sum_{p \in P} r_p - |P| (|P| + 1) / 2}{|P| |N|},
+
+    where :math:`r_p` is the rank of :math:`s_p` among all scores (ties
+    share their mean rank): one sort, :math:`O(n \log n)`."""
+    scores = torch.cat([pos_score.reshape(-1), neg_score.reshape(-1)]).double().cpu().numpy()
+    ranks = rankdata(scores)
+    num_pos, num_neg = pos_score.numel(), neg_score.numel()
+    return float((ranks[:num_pos].sum() - num_pos * (num_pos + 1) / 2) / (num_pos * num_neg))
 
 
 @torch.no_grad()

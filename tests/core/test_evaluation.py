@@ -1,10 +1,13 @@
-"""Metrics come from OGB's Evaluator: Hits@K for ddi, MRR for citation2."""
+"""Metrics come from OGB's Evaluator: Hits@K for ddi, MRR for citation2;
+own graphs add AUC."""
+import numpy as np
 import pytest
 import torch
+from sklearn.metrics import roc_auc_score
 
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS
-from plnlp_core.evaluation import evaluate, ogb_metrics, score_pairs
+from plnlp_core.datasets import DATASETS, DatasetInfo
+from plnlp_core.evaluation import auc, evaluate, ogb_metrics, score_pairs
 from plnlp_core.experiment import build_model
 from plnlp_core.graph import build_adjacency
 
@@ -71,3 +74,32 @@ def test_evaluate_keys_every_metric_by_split():
                        8)
     assert set(metrics) == {f"{s}_hits_{k}" for s in ("valid", "test") for k in (20, 50, 100)}
     assert not model.training
+
+
+OWN = DatasetInfo("mine", "mine", "auc", directed=False, feature_dim=0, hits_k=(1, 5))
+
+
+def test_auc_equals_scikit_learns_with_ties():
+    generator = torch.Generator().manual_seed(0)
+    # scores on a coarse grid, so that many positives tie with negatives
+    pos = torch.randint(0, 8, (300,), generator=generator).float() + 1.0
+    neg = torch.randint(0, 8, (500,), generator=generator).float()
+    expected = roc_auc_score(np.r_[np.ones(300), np.zeros(500)], np.r_[pos.numpy(), neg.numpy()])
+    assert auc(pos, neg) == pytest.approx(expected, abs=1e-12)
+    assert auc(torch.ones(3), torch.ones(4)) == 0.5
+    assert auc(torch.tensor([2.0, 3.0]), torch.tensor([0.0, 1.0])) == 1.0
+
+
+def test_own_graphs_get_auc_and_their_hits_cut_offs():
+    pos = torch.tensor([5.0, 3.0, 1.0])
+    neg = torch.tensor([4.0, 2.0, 0.0, 0.0, 0.0])  # 1st best 4, 5th best 0
+    assert OWN.metric_keys == ["auc", "hits_1", "hits_5"] and OWN.main_metric_key == "auc"
+    assert ogb_metrics(OWN, pos, neg) == {"auc": pytest.approx(12 / 15), "hits_1": 1 / 3,
+                                          "hits_5": 1.0}
+
+
+def test_ogb_datasets_keep_their_metric_keys():
+    assert DDI.metric_keys == ["hits_20", "hits_50", "hits_100"]
+    assert DDI.main_metric_key == "hits_20"
+    citation2 = DATASETS.get("citation2")
+    assert citation2.metric_keys == ["mrr"] and citation2.main_metric_key == "mrr"
