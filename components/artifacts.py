@@ -3,6 +3,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from plnlp_core.datasets import DATASETS, DatasetInfo
+
 
 @dataclass(frozen=True)
 class DatasetArtifact:
@@ -22,7 +24,8 @@ class DatasetArtifact:
 
 @dataclass(frozen=True)
 class DatasetMeta:
-    """The small description ``meta.json`` holds."""
+    """The small description ``meta.json`` holds; ``info`` is the whole
+    :class:`DatasetInfo` of a graph outside OGB's registry (a user's own)."""
 
     dataset: str
     num_nodes: int
@@ -30,6 +33,7 @@ class DatasetMeta:
     feature_dim: int
     metric: str
     num_train_edges: int
+    info: dict | None = None
 
     def write(self, directory: Path) -> None:
         (directory / "meta.json").write_text(json.dumps(asdict(self), indent=2))
@@ -37,6 +41,12 @@ class DatasetMeta:
     @classmethod
     def read(cls, directory: Path) -> "DatasetMeta":
         return cls(**json.loads((directory / "meta.json").read_text()))
+
+    def dataset_info(self) -> DatasetInfo:
+        """The dataset's :class:`DatasetInfo`: its own, or OGB's registered one."""
+        if self.info is None:
+            return DATASETS.get(self.dataset)
+        return DatasetInfo(**{**self.info, "hits_k": tuple(self.info["hits_k"])})
 
 
 @dataclass(frozen=True)

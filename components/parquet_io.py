@@ -1,4 +1,5 @@
 """Reading and writing a :class:`LinkSplit` as Parquet tables."""
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +61,7 @@ def write_split(split: LinkSplit, directory: Path) -> DatasetMeta:
         dataset=split.info.name, num_nodes=split.num_nodes, directed=split.info.directed,
         feature_dim=0 if split.x is None else split.x.size(1), metric=split.info.metric,
         num_train_edges=split.train_pos.size(0),
+        info=None if split.info.name in DATASETS else dataclasses.asdict(split.info),
     )
     meta.write(directory)
     return meta
@@ -75,7 +77,7 @@ def read_split(directory: Path) -> LinkSplit:
         x = writable_tensor(np.asarray(flat.flatten())).view(meta.num_nodes, -1)
     valid = pq.read_table(directory / "valid_pos.parquet")
     return LinkSplit(
-        info=DATASETS.get(meta.dataset), num_nodes=meta.num_nodes, x=x,
+        info=meta.dataset_info(), num_nodes=meta.num_nodes, x=x,
         train_pos=table_pairs(train),
         train_weight=optional_column(train, "weight"),
         train_year=optional_column(train, "year"),

@@ -98,10 +98,11 @@ class PLNLPConfig:
     def uses_random_walk(self) -> bool:
         return self.walk_length > 0
 
-    def validate(self) -> DatasetInfo:
+    def validate(self, info: DatasetInfo | None = None) -> DatasetInfo:
         """Refuses impossible settings with one sentence; returns the
-        dataset's description."""
-        info = DATASETS.get(self.dataset)
+        dataset's description: ``info`` for a graph outside OGB's registry
+        (a user's own), else the registered dataset ``self.dataset``."""
+        info = info or DATASETS.get(self.dataset)
         ENCODERS.get(self.encoder)
         PREDICTORS.get(self.predictor)
         LOSSES.get(self.loss)
