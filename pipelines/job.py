@@ -1,17 +1,22 @@
-"""What every command line shares: refuse bad input before any work, run
-the job inside one MLflow run, and record a failure as a FAILED run."""
+"""What every command line shares: refuse bad input and unreachable
+services before any work, run the job inside one MLflow run, record a
+failure as a FAILED run and an interrupt as a KILLED one."""
+import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
 import mlflow
 import ray
+import torch
 
 from components.tracking import mark_failed
 from components.train import WorkerGroup
+from pipelines.interrupts import SignalGuard, stop
+from pipelines.services import check_tracking_store, connect_ray, tracking_store_lock
 from plnlp_core.datasets import cache_dir
 from plnlp_core.errors import PLNLPError
 
@@ -19,17 +24,25 @@ T = TypeVar("T")
 
 
 def prepare(validate: Callable[[], T], workers: WorkerGroup) -> T | None:
-    """Runs ``validate``, starts or joins Ray and checks the worker group
-    fits; on bad input prints one ``error:`` line and returns ``None``."""
+    """Checks that the MLflow store can be written, runs ``validate``,
+    starts or joins Ray (see :func:`connect_ray`) and checks the worker
+    group fits; on bad input prints one ``error:`` line and returns
+    ``None``. SIGINT or SIGTERM meanwhile stops the process (see
+    :func:`pipelines.interrupts.stop`)."""
+    guard = SignalGuard()
     try:
-        value = validate()
-        if workers.num_workers < 1 or workers.cpus_per_worker < 1:
-            raise PLNLPError("--num-workers and --cpus-per-worker must be at least 1.")
-        ray.init(ignore_reinit_error=True)
-        check_resources(workers)
+        with guard:
+            check_tracking_store(mlflow.get_tracking_uri())
+            value = validate()
+            if workers.num_workers < 1 or workers.cpus_per_worker < 1:
+                raise PLNLPError("--num-workers and --cpus-per-worker must be at least 1.")
+            connect_ray()
+            check_resources(workers)
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)
         return None
+    except KeyboardInterrupt:
+        stop(guard)
     return value
 
 
@@ -52,20 +65,27 @@ def execute(
     existing run ``run_id``, which goes on); returns the run's id and the
     job's result, or ``None`` after marking the run FAILED with the reason.
     A scratch ``work`` folder is removed afterwards unless ``work_dir``
-    names it."""
-    mlflow.set_experiment(experiment)
-    work = Path(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
-    run = mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name)
+    names it. SIGINT or SIGTERM ends the run KILLED and exits 130 or 143
+    (see :func:`pipelines.interrupts.stop`)."""
+    guard, work = SignalGuard(), None
     try:
-        result = job(work)
-        mlflow.end_run()
+        with guard:
+            with tracking_store_lock(mlflow.get_tracking_uri()):
+                mlflow.set_experiment(experiment)  # of two runs at once, one makes the tables
+            work = Path(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
+            run = mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name)
+            result = job(work)
+            guard.raise_if_received()  # a library that swallowed the interrupt
+            mlflow.end_run()
+    except KeyboardInterrupt:
+        stop(guard)
     except Exception as error:  # the run is recorded as failed, then the error is shown
-        reason = failure_reason(error)
+        reason = describe_failure(error)
         mark_failed(reason)
         print(f"error: {reason}", file=sys.stderr)
         return None
     finally:
-        if work_dir is None:
+        if work_dir is None and work is not None:
             shutil.rmtree(work, ignore_errors=True)
     return run.info.run_id, result
 
@@ -78,9 +98,47 @@ def scratch_dir() -> Path:
 
 
 def failure_reason(error: BaseException) -> str:
-    """The innermost cause's first line: Ray wraps a task's or worker's error
-    in its own (``cause`` on Ray's errors, ``__cause__`` elsewhere)."""
-    while (inner := getattr(error, "cause", None) or error.__cause__) not in (None, error):
-        error = inner
+    """The innermost cause's first line (see :func:`causes`)."""
+    *_, error = causes(error)
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def causes(error: BaseException) -> Iterator[BaseException]:
+    """``error``, then what it wraps, outermost first: Ray wraps a task's
+    error (``cause``), Ray Train a worker's (``worker_failures``, the lowest
+    rank's) or its controller's (``controller_failure``), Python a cause
+    (``__cause__``)."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        failures = getattr(error, "worker_failures", None) or {}
+        error = (failures[min(failures)] if failures else None) \
+            or getattr(error, "controller_failure", None) or getattr(error, "cause", None) \
+            or error.__cause__
+
+
+def describe_failure(error: BaseException) -> str:
+    """What the run's ``failure_reason`` says: :func:`failure_reason`, or,
+    when a GPU ran out of memory anywhere in the chain, which settings to lower."""
+    out_of_memory = [cause for cause in causes(error) if isinstance(
+        cause, torch.cuda.OutOfMemoryError) or "CUDA out of memory" in str(cause)]
+    if out_of_memory:  # the innermost says how much it wanted
+        return gpu_out_of_memory_reason(out_of_memory[-1], _active_params())
+    return failure_reason(error)
+
+
+def gpu_out_of_memory_reason(error: BaseException, params: dict[str, str]) -> str:
+    """The sentence for a GPU out of memory, with the batch sizes the run used."""
+    wanted = re.search(r"Tried to allocate ([\d.]+ \w+)", str(error))
+    detail = f" (tried to allocate {wanted.group(1)})" if wanted else ""
+    return (f"out of GPU memory{detail}; lower batch_size (now {params.get('batch_size', '?')}) "
+            f"or eval_batch_size (now {params.get('eval_batch_size', '?')}), or the hidden "
+            "sizes.")
+
+
+def _active_params() -> dict[str, str]:
+    """The settings the innermost active MLflow run recorded."""
+    run = mlflow.active_run()
+    return mlflow.get_run(run.info.run_id).data.params if run is not None else {}

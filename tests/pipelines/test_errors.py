@@ -1,0 +1,993 @@
+"""Every refusal of the command lines, as ``docs/errors.md`` lists it: each
+catalog entry is a key of :data:`ENTRIES`, with a stable part of its sentence,
+its exit code, what becomes of the MLflow run and the test here that asserts
+them; :func:`test_the_catalog_lists_exactly_these_entries` keeps the catalog
+and the tests in step. Interrupts, unreachable services, GPU memory and two
+runs sharing one SQLite store are tested here too."""
+import functools
+import http.server
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import mlflow
+import numpy as np
+import pytest
+import torch
+from mlflow.tracking import MlflowClient
+from ray.core.generated import gcs_service_pb2
+
+import pipelines.interrupts
+import pipelines.services
+from components.tracking import FAILURE_TAG
+from pipelines import job
+from pipelines.interrupts import EPOCH_TAG
+from pipelines.run import main as run_main
+from pipelines.standin import main as standin_main
+from pipelines.tune import main as tune_main
+from plnlp_core.errors import PLNLPError
+from tests.standin import write_collab_standin, write_ddi_standin
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CATALOG = REPO_ROOT / "docs" / "errors.md"
+STANDIN = ["--set", "embedding_dim=16", "--set", "hidden_channels=16",
+           "--set", "predictor_hidden=16", "--set", "batch_size=64", "--set", "epochs=2"]
+REFUSE_WITHIN_S = 30
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of ``docs/errors.md``."""
+
+    expected: str  # a stable part of the line its test prints (the test's values filled in)
+    exit_code: int | None  # None: raised by the library, which no command reaches
+    run: str  # what becomes of an MLflow run: "none", "FAILED" or "KILLED"
+    test: str  # the test function here that asserts it
+
+
+def settings(expected: str) -> Entry:
+    return Entry(expected, 2, "none", "test_bad_settings_are_refused_before_anything_starts")
+
+
+def service(expected: str, test: str) -> Entry:
+    return Entry(expected, 2, "none", test)
+
+
+def failure(expected: str, test: str) -> Entry:
+    return Entry(expected, 1, "FAILED", test)
+
+
+ENTRIES: dict[str, Entry] = {
+    # names and settings
+    "unknown-dataset": settings("unknown dataset 'cora'; choose one of: citation2, collab, ddi"),
+    "unknown-preset": settings("unknown preset 'huge' for ddi; choose one of:"),
+    "unknown-encoder": settings("unknown encoder 'gin'; choose one of:"),
+    "unknown-predictor": settings("unknown predictor 'cosine'; choose one of:"),
+    "unknown-loss": settings("unknown loss 'mse'; choose one of:"),
+    "unknown-sampler": settings("unknown sampler 'adversarial'; choose one of:"),
+    "unknown-choice": settings("unknown lr_decay 'cosine'; choose one of: none, linear."),
+    "no-scheduler-setting": settings("unknown setting 'scheduler'; valid settings are:"),
+    "unknown-setting": settings("unknown setting 'batchsize'; valid settings are:"),
+    "wrong-type": settings("setting lr must be float or int, got 'fast'."),
+    "not-key-value": settings("--set 'lr' is not KEY=VALUE; write e.g. --set lr=0.01."),
+    "below-one": settings("num_neg must be at least 1, got 0."),
+    "clip-not-positive": settings("clip_grad_norm must be positive or null (off), got 0.0."),
+    "dropout-range": settings("dropout must be in [0, 1), got 1.5."),
+    "lr-not-positive": settings("lr must be positive, got 0.0."),
+    "walk-length-negative": settings("walk_length must be 0 (off) or positive, got -1."),
+    "walk-settings-without-walks": settings("walk_rounds and walk_positives=walks need random "
+                                            "walks; set walk_length to a positive length"),
+    "features-missing": settings("node_input 'both' needs node features, and ogbl-ddi has none; "
+                                 "set node_input=embedding."),
+    "symmetric-predictor-directed": settings("predictor 'dot' is symmetric but ogbl-citation2 is "
+                                             "directed; use bilinear or mlp_concat"),
+    "raw-margin-without-weights": settings("loss 'weighted_hinge_auc' with edge_margin raw needs "
+                                           "edge weights, and ogbl-ddi has none"),
+    "years-missing": settings("min_train_year filters edges by year, and ogbl-ddi has no edge "
+                              "years; remove the setting."),
+    "file-unreadable": settings("; give a readable YAML file."),
+    "file-not-mapping": settings("must be a YAML mapping, got list."),
+    "config-other-dataset": settings("the config names dataset 'collab' but --dataset is 'ddi'; "
+                                     "choose one with --dataset."),
+    "preset-unknown-setting": settings("sets unknown hiden_channels; fix the preset file"),
+    "runs-below-one": settings("--runs must be at least 1, got 0."),
+    "workers-below-one": settings("--num-workers and --cpus-per-worker must be at least 1."),
+    "max-failures-negative": settings("--max-failures must be 0 or more, got -1."),
+    "gpu-preset-on-cpu": settings("the ddi 'paper' preset is made for a GPU and would take hours "
+                                  "on CPUs; add --use-gpu on a machine with GPUs"),
+    "workers-exceed-cpus": service("64 workers need 64 CPUs but the Ray cluster has",
+                                   "test_a_worker_group_the_cluster_cannot_hold_is_refused"),
+    "workers-exceed-gpus": service("1 workers need 1 GPUs but the Ray cluster has 0; lower "
+                                   "--num-workers or drop --use-gpu.",
+                                   "test_a_worker_group_the_cluster_cannot_hold_is_refused"),
+    # search spaces (pipelines/tune.py)
+    "space-metric-missing": service("needs `metric: <name>` and `mode: max|min`.",
+                                    "test_bad_search_spaces_are_refused"),
+    "space-bad-distribution": service("lr must be one of {choice: [...]}, {grid: [...]}",
+                                      "test_bad_search_spaces_are_refused"),
+    "space-no-values": service("lr's choice needs a list of values.",
+                               "test_bad_search_spaces_are_refused"),
+    # stand-ins (pipelines/standin.py)
+    "standin-unknown-size": service("unknown stand-in size 'huge'; choose one of:",
+                                    "test_impossible_standins_are_refused"),
+    "standin-bad-scale": service("the stand-in scale must be a positive number, not -1.0.",
+                                 "test_impossible_standins_are_refused"),
+    "standin-exists": service("already exists; remove it or choose another folder.",
+                              "test_impossible_standins_are_refused"),
+    "standin-too-many-nodes": service("has too many nodes; use at most 3,000,000,000.",
+                                      "test_impossible_standins_are_refused"),
+    "standin-too-many-edges": service("node pairs as edges; use at most half, with more nodes "
+                                      "or fewer edges.", "test_impossible_standins_are_refused"),
+    "standin-memory": service("of memory to generate but only",
+                              "test_impossible_standins_are_refused"),
+    "standin-edges-not-drawn": service("distinct edges among",
+                                       "test_standin_generators_that_give_up_are_refused"),
+    "standin-negatives-not-drawn": service("could not draw negatives that are no edges among",
+                                           "test_standin_generators_that_give_up_are_refused"),
+    "standin-too-small": Entry("needs at least 2 nodes and one edge, positive and negative in "
+                               "every split.", None, "none",
+                               "test_library_safety_nets_raise_plnlp_error"),
+    "standin-unknown-dataset": Entry("there is no stand-in for 'ppa'; choose one of:", None, "none",
+                                     "test_library_safety_nets_raise_plnlp_error"),
+    # unreachable or refusing services
+    "tracking-unreachable": service("no MLflow tracking server answers at",
+                                    "test_an_unreachable_tracking_server_is_refused_quickly"),
+    "tracking-credentials": service("refused the credentials (HTTP 401); set "
+                                    "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD",
+                                    "test_a_tracking_server_that_is_not_usable_is_refused"),
+    "tracking-not-mlflow": service("answers but not as an MLflow tracking server (HTTP 404)",
+                                   "test_a_tracking_server_that_is_not_usable_is_refused"),
+    "tracking-unwritable": service("cannot write the MLflow store",
+                                   "test_a_tracking_store_that_cannot_be_written_is_refused"),
+    "ray-unreachable": service("no Ray cluster answers at RAY_ADDRESS=",
+                               "test_an_unreachable_ray_address_is_refused_quickly"),
+    "ray-dashboard-address": service("is a Ray dashboard address, which only `ray job submit",
+                                     "test_a_ray_address_that_is_not_a_cluster_is_refused"),
+    "ray-not-an-address": service("is not a Ray address; give host:port, ray://host:port or auto",
+                                  "test_a_ray_address_that_is_not_a_cluster_is_refused"),
+    "ray-not-host-port": service("is not host:port; give e.g. head-node:6379",
+                                 "test_a_ray_address_that_is_not_a_cluster_is_refused"),
+    "ray-not-gcs": service("answers but not as a Ray cluster's GCS",
+                           "test_a_ray_address_that_is_not_a_cluster_is_refused"),
+    "ray-token-refused": service("refused the authentication token sent; set RAY_AUTH_MODE=token "
+                                 "and RAY_AUTH_TOKEN to the cluster's token",
+                                 "test_a_cluster_that_refuses_the_token_is_refused"),
+    "ray-token-missing": service("RAY_AUTH_MODE=token but no Ray token is set to connect to",
+                                 "test_a_cluster_that_refuses_the_token_is_refused"),
+    "ray-init-refused-token": service("Ray refused to connect to",
+                                      "test_errors_of_ray_init_become_one_sentence"),
+    "ray-connect-failed": service("could not connect to",
+                                  "test_errors_of_ray_init_become_one_sentence"),
+    # after the run started
+    "data-missing": failure("and could not be downloaded",
+                            "test_a_missing_or_damaged_dataset_fails_the_run"),
+    "data-unreadable": failure("could not be read ([Errno 5] Input/output error); replace it "
+                               "with a fresh copy",
+                               "test_a_missing_or_damaged_dataset_fails_the_run"),
+    "data-partial": failure("could not be read (split/target/valid.pt is missing)",
+                            "test_a_missing_or_damaged_dataset_fails_the_run"),
+    "data-truncated": failure("could not be read (split/target/train.pt is truncated, corrupt or "
+                              "holds objects other than numpy arrays)",
+                              "test_a_missing_or_damaged_dataset_fails_the_run"),
+    "data-runs-code": failure("could not be read (split/target/valid.pt is truncated, corrupt or "
+                              "holds objects other than numpy arrays)",
+                              "test_a_missing_or_damaged_dataset_fails_the_run"),
+    "data-other-dataset": failure("appears to hold ogbl-collab, not ogbl-ddi",
+                                  "test_a_missing_or_damaged_dataset_fails_the_run"),
+    "gpu-out-of-memory": failure("out of GPU memory (tried to allocate 2.00 GiB); lower "
+                                 "batch_size (now 64) or eval_batch_size (now ",
+                                 "test_gpu_out_of_memory_in_a_train_worker_names_the_settings"),
+    "sampler-too-dense": failure("found no non-edge among all pairs; the graph is too dense for "
+                                 "this sampler.",
+                                 "test_a_graph_too_dense_to_sample_fails_the_run"),
+    "stage-cache-unreadable": Entry("is unreadable; delete", None, "none",
+                                    "test_library_safety_nets_raise_plnlp_error"),
+    "weighted-loss-without-weights": Entry("loss 'weighted_hinge_auc' needs a weight per "
+                                           "positive pair", None, "none",
+                                           "test_library_safety_nets_raise_plnlp_error"),
+    "other-failure": failure("error: [Errno 28] the disk is full",
+                             "test_any_other_failure_marks_the_run_failed"),
+    # interrupts
+    "interrupted-sigint": Entry("interrupted: SIGINT (Ctrl-C) stopped the job and Ray was shut "
+                                "down (run ", 130, "KILLED",
+                                "test_ctrl_c_during_training_kills_the_run_and_a_rerun_finishes"),
+    "interrupted-sigterm": Entry("interrupted: SIGTERM stopped the job and Ray was shut down "
+                                 "(run ", 143, "KILLED",
+                                 "test_an_interrupt_kills_the_active_runs_with_the_epoch_reached"),
+    "interrupted-before-run": Entry("stopped the job and Ray was shut down (no MLflow run had "
+                                    "started)", 130, "none",
+                                    "test_an_interrupt_before_the_run_records_nothing"),
+}
+
+
+def assert_refused(entry_id: str, code: int | None, err: str, test: str) -> str:
+    """``code`` and the one line of ``err`` are what ``entry_id`` says."""
+    entry = ENTRIES[entry_id]
+    assert entry.test == test, f"{entry_id} names {entry.test}, not {test}"
+    lines = [line for line in err.splitlines() if line.startswith(("error: ", "interrupted: "))]
+    assert code == entry.exit_code, err
+    assert len(lines) == 1, err
+    line = lines[0]
+    assert entry.expected in line, line
+    assert_in_catalog(entry_id, line)
+    return line
+
+
+def assert_in_catalog(entry_id: str, text: str) -> None:
+    """``text`` is the catalog's sentence of ``entry_id``, placeholders filled."""
+    sentence = catalog_rows()[entry_id][0]
+    pattern = "".join(".+?" if re.fullmatch(r"<[^<>]+>", part) else re.escape(part)
+                      for part in re.split(r"(<[^<>]+>)", sentence))
+    assert re.fullmatch(pattern, text, re.DOTALL), f"docs/errors.md has for {entry_id}:\n" \
+        f"{sentence}\nbut the command printed:\n{text}"
+
+
+# The catalog ---------------------------------------------------------------------------------
+
+@functools.cache
+def catalog_rows() -> dict[str, list[str]]:
+    """The entries of ``docs/errors.md``: id -> [sentence, cause, exit, run,
+    test], the sentence without the double backticks that quote it."""
+    rows = {}
+    for line in CATALOG.read_text().splitlines():
+        match = re.match(r"\|\s*`([a-z0-9-]+)`\s*\|(.*)\|\s*$", line)
+        if match:
+            cells = [cell.strip() for cell in match.group(2).split(" | ")]
+            cells[0] = cells[0].removeprefix("``").removesuffix("``").strip().replace("\\|", "|")
+            rows[match.group(1)] = cells
+    return rows
+
+
+def test_the_catalog_lists_exactly_these_entries():
+    rows = catalog_rows()
+    assert sorted(rows) == sorted(ENTRIES), "docs/errors.md and ENTRIES list other entries"
+    tests = {name for name in globals() if name.startswith("test_")}
+    for entry_id, (_sentence, _cause, exit_code, run, test) in rows.items():
+        entry = ENTRIES[entry_id]
+        assert exit_code == ("—" if entry.exit_code is None else str(entry.exit_code)), entry_id
+        assert run.startswith(entry.run), entry_id
+        assert test == f"`{entry.test}`", entry_id
+        assert entry.test in tests, f"{entry_id} names a test that does not exist"
+
+
+# Names and settings ---------------------------------------------------------------------------
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+SETTINGS: dict[str, Callable[[Path], list[str]]] = {
+    "unknown-dataset": lambda _: ["--dataset", "cora"],
+    "unknown-preset": lambda _: ["--dataset", "ddi", "--preset", "huge"],
+    "unknown-encoder": lambda _: ["--dataset", "ddi", "--set", "encoder=gin"],
+    "unknown-predictor": lambda _: ["--dataset", "ddi", "--set", "predictor=cosine"],
+    "unknown-loss": lambda _: ["--dataset", "ddi", "--set", "loss=mse"],
+    "unknown-sampler": lambda _: ["--dataset", "ddi", "--set", "sampler=adversarial"],
+    "unknown-choice": lambda _: ["--dataset", "ddi", "--set", "lr_decay=cosine"],
+    "no-scheduler-setting": lambda _: ["--dataset", "ddi", "--set", "scheduler=cosine"],
+    "unknown-setting": lambda _: ["--dataset", "ddi", "--set", "batchsize=3"],
+    "wrong-type": lambda _: ["--dataset", "ddi", "--set", "lr=fast"],
+    "not-key-value": lambda _: ["--dataset", "ddi", "--set", "lr"],
+    "below-one": lambda _: ["--dataset", "ddi", "--set", "num_neg=0"],
+    "clip-not-positive": lambda _: ["--dataset", "ddi", "--set", "clip_grad_norm=0"],
+    "dropout-range": lambda _: ["--dataset", "ddi", "--set", "dropout=1.5"],
+    "lr-not-positive": lambda _: ["--dataset", "ddi", "--set", "lr=0"],
+    "walk-length-negative": lambda _: ["--dataset", "ddi", "--set", "walk_length=-1"],
+    "walk-settings-without-walks": lambda _: ["--dataset", "ddi", "--set", "walk_rounds=3"],
+    "features-missing": lambda _: ["--dataset", "ddi", "--set", "node_input=both"],
+    "symmetric-predictor-directed": lambda _: ["--dataset", "citation2", "--set", "predictor=dot",
+                                               "--set", "force_symmetric_predictor=false"],
+    "raw-margin-without-weights": lambda _: ["--dataset", "ddi", "--set",
+                                             "loss=weighted_hinge_auc", "--set", "edge_margin=raw"],
+    "years-missing": lambda _: ["--dataset", "ddi", "--set", "min_train_year=2010"],
+    "file-unreadable": lambda tmp: ["--dataset", "ddi", "--config", str(tmp / "missing.yaml")],
+    "file-not-mapping": lambda tmp: ["--dataset", "ddi", "--config",
+                                     str(write(tmp / "list.yaml", "- lr\n- 0.1\n"))],
+    "config-other-dataset": lambda tmp: ["--dataset", "ddi", "--config",
+                                         str(write(tmp / "c.yaml", "dataset: collab\n"))],
+    "preset-unknown-setting": lambda _: ["--dataset", "ddi", "--preset", "typo"],
+    "runs-below-one": lambda _: ["--dataset", "ddi", "--runs", "0"],
+    "workers-below-one": lambda _: ["--dataset", "ddi", "--preset", "smoke", "--num-workers", "0"],
+    "gpu-preset-on-cpu": lambda _: ["--dataset", "ddi"],
+    "max-failures-negative": lambda _: ["--dataset", "ddi", "--max-failures", "-1"],
+}
+
+
+@pytest.mark.parametrize("entry_id", SETTINGS)
+def test_bad_settings_are_refused_before_anything_starts(entry_id, tmp_path, mlflow_store,
+                                                         monkeypatch, capsys):
+    import pipelines.cli
+
+    presets = tmp_path / "presets"
+    presets.mkdir()
+    write(presets / "ddi.yaml", "typo:\n  lr: 0.01\n  hiden_channels: 8\n")
+    if entry_id == "preset-unknown-setting":
+        monkeypatch.setattr(pipelines.cli, "PRESETS_DIR", presets)
+    code = run_main(SETTINGS[entry_id](tmp_path))
+    assert_refused(entry_id, code, capsys.readouterr().err,
+                   "test_bad_settings_are_refused_before_anything_starts")
+    assert not (tmp_path / "mlflow.db").exists()  # nothing recorded
+
+
+@pytest.mark.slow
+def test_a_worker_group_the_cluster_cannot_hold_is_refused(ray_session, mlflow_store, capsys):
+    test = "test_a_worker_group_the_cluster_cannot_hold_is_refused"
+    assert_refused("workers-exceed-cpus",
+                   run_main(["--dataset", "ddi", "--preset", "smoke", "--num-workers", "64"]),
+                   capsys.readouterr().err, test)
+    assert_refused("workers-exceed-gpus",
+                   run_main(["--dataset", "ddi", "--preset", "smoke", "--use-gpu"]),
+                   capsys.readouterr().err, test)
+
+
+SPACES = {
+    "space-metric-missing": "space:\n  lr: {choice: [0.1]}\n",
+    "space-bad-distribution": "metric: x\nspace:\n  lr: {normal: [0, 1]}\n",
+    "space-no-values": "metric: x\nspace:\n  lr: {choice: []}\n",
+}
+
+
+@pytest.mark.parametrize("entry_id", SPACES)
+def test_bad_search_spaces_are_refused(entry_id, tmp_path, mlflow_store, capsys):
+    space = write(tmp_path / "space.yaml", SPACES[entry_id])
+    code = tune_main(["--dataset", "ddi", "--space", str(space)])
+    assert_refused(entry_id, code, capsys.readouterr().err, "test_bad_search_spaces_are_refused")
+
+
+STANDINS = {
+    "standin-unknown-size": ["--dataset", "ddi", "--size", "huge"],
+    "standin-bad-scale": ["--dataset", "ddi", "--scale", "-1"],
+    "standin-exists": ["--dataset", "ddi"],
+    "standin-too-many-nodes": ["--dataset", "ppa", "--size", "real", "--scale", "10000"],
+    "standin-too-many-edges": ["--dataset", "ddi", "--scale", "0.0001"],
+    "standin-memory": ["--dataset", "citation2", "--size", "real", "--scale", "50"],
+}
+
+
+@pytest.mark.parametrize("entry_id", STANDINS)
+def test_impossible_standins_are_refused(entry_id, tmp_path, capsys):
+    (tmp_path / "ogbl_ddi").mkdir()  # for standin-exists
+    code = standin_main([*STANDINS[entry_id], "--out", str(tmp_path)])
+    assert_refused(entry_id, code, capsys.readouterr().err, "test_impossible_standins_are_refused")
+
+
+@pytest.mark.parametrize(("entry_id", "patch"), [
+    ("standin-edges-not-drawn", ("_MAX_ROUNDS", 0)),
+    ("standin-negatives-not-drawn", ("_taken", lambda keys, n, sources, *a: np.ones_like(
+        sources, dtype=bool))),
+])
+def test_standin_generators_that_give_up_are_refused(entry_id, patch, tmp_path, monkeypatch,
+                                                     capsys):
+    import plnlp_core.standins
+
+    monkeypatch.setattr(plnlp_core.standins, *patch)
+    code = standin_main(["--dataset", "ddi", "--out", str(tmp_path)])
+    assert_refused(entry_id, code, capsys.readouterr().err,
+                   "test_standin_generators_that_give_up_are_refused")
+    assert list(tmp_path.iterdir()) == []  # no half-written stand-in
+
+
+def test_library_safety_nets_raise_plnlp_error(tmp_path, monkeypatch):
+    """Checks that commands never reach; the library refuses all the same."""
+    import plnlp_core.standins
+    from components.stage_cache import MANIFEST, content_digest
+    from plnlp_core.losses import LOSSES
+    from plnlp_core.standins import StandinSize, check_standin_size, standin_size
+
+    monkeypatch.delitem(plnlp_core.standins.SPLIT_TYPES, "ppa")  # a dataset without a stand-in
+    raised = {
+        "standin-too-small": lambda: check_standin_size("ddi", StandinSize(1, 0, 1, 1, 1, 1)),
+        "standin-unknown-dataset": lambda: standin_size("ppa", "tiny"),
+        "weighted-loss-without-weights": lambda: LOSSES.get("weighted_hinge_auc")(
+            torch.zeros(2), torch.zeros(2, 1), None),
+        "stage-cache-unreadable": lambda: content_digest(write(tmp_path / MANIFEST, "{").parent),
+    }
+    for entry_id, call in raised.items():
+        entry = ENTRIES[entry_id]
+        assert entry.test == "test_library_safety_nets_raise_plnlp_error"
+        with pytest.raises(PLNLPError) as caught:
+            call()
+        assert entry.expected in str(caught.value)
+        assert_in_catalog(entry_id, str(caught.value))
+
+
+# Unreachable services -------------------------------------------------------------------------
+
+SMOKE = ["--dataset", "ddi", "--preset", "smoke"]
+
+
+def timed_run(argv: list[str]) -> tuple[int, float]:
+    started = time.monotonic()
+    code = run_main(argv)
+    return code, time.monotonic() - started
+
+
+@contextmanager
+def silent_listener() -> Iterator[int]:
+    """A TCP port that accepts connections and never answers."""
+    with socket.socket() as server:
+        server.bind(("0.0.0.0", 0))
+        server.listen(8)
+        yield server.getsockname()[1]
+
+
+@contextmanager
+def http_server(status: int) -> Iterator[str]:
+    """An HTTP server answering every request with ``status``."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def answer(self) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = answer
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def tracking_uri(uri: str) -> Iterator[None]:
+    """MLflow records to ``uri`` for the block (it is a global of MLflow's)."""
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    try:
+        yield
+    finally:
+        mlflow.set_tracking_uri(previous)
+
+
+def test_an_unreachable_tracking_server_is_refused_quickly(mlflow_store, monkeypatch, capsys):
+    """Before Ray starts: RAY_ADDRESS points nowhere, and is never reached."""
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
+    with silent_listener() as port:
+        for uri in ("http://127.0.0.1:1", f"http://127.0.0.1:{port}"):
+            with tracking_uri(uri):
+                code, seconds = timed_run(SMOKE)
+            line = assert_refused("tracking-unreachable", code, capsys.readouterr().err,
+                                  "test_an_unreachable_tracking_server_is_refused_quickly")
+            assert uri in line and seconds < REFUSE_WITHIN_S
+            print(f"{uri}: refused in {seconds:.1f} s ({line})")
+
+
+@pytest.mark.parametrize(("entry_id", "status"), [("tracking-credentials", 401),
+                                                  ("tracking-not-mlflow", 404)])
+def test_a_tracking_server_that_is_not_usable_is_refused(entry_id, status, mlflow_store,
+                                                         monkeypatch, capsys):
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
+    with http_server(status) as uri, tracking_uri(uri):
+        code = run_main(SMOKE)
+    assert_refused(entry_id, code, capsys.readouterr().err,
+                   "test_a_tracking_server_that_is_not_usable_is_refused")
+
+
+@pytest.mark.parametrize("store", ["sqlite:///{file}/sub/mlflow.db", "file://{file}/mlruns",
+                                   "sqlite:////proc/plnlp/mlflow.db"])
+def test_a_tracking_store_that_cannot_be_written_is_refused(store, tmp_path, mlflow_store,
+                                                            monkeypatch, capsys):
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
+    uri = store.format(file=write(tmp_path / "a-file", ""))
+    with tracking_uri(uri):
+        code = run_main(SMOKE)
+    line = assert_refused("tracking-unwritable", code, capsys.readouterr().err,
+                          "test_a_tracking_store_that_cannot_be_written_is_refused")
+    assert uri in line
+
+
+def test_an_unreachable_ray_address_is_refused_quickly(tmp_path, mlflow_store, monkeypatch,
+                                                       capsys):
+    with silent_listener() as port:
+        for address in ("127.0.0.1:1", "ray://127.0.0.1:1", "http://127.0.0.1:1",
+                        f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+            monkeypatch.setenv("RAY_ADDRESS", address)
+            code, seconds = timed_run(SMOKE)
+            line = assert_refused("ray-unreachable", code, capsys.readouterr().err,
+                                  "test_an_unreachable_ray_address_is_refused_quickly")
+            assert "unset RAY_ADDRESS to start a local Ray" in line
+            assert seconds < REFUSE_WITHIN_S
+            print(f"{address}: refused in {seconds:.1f} s ({line})")
+    assert not (tmp_path / "mlflow.db").exists()  # no MLflow run
+
+
+@contextmanager
+def fake_gcs(token: str | None = None) -> Iterator[int]:
+    """A gRPC server on all interfaces that answers ``GetClusterId`` as Ray's
+    GCS does: with ``token``, only to ``authorization: Bearer <token>``."""
+
+    def cluster_id(request, context):
+        sent = dict(context.invocation_metadata()).get("authorization")
+        if token is not None and sent != f"Bearer {token}":
+            context.abort(grpc.StatusCode.UNAUTHENTICATED,
+                          "InvalidAuthToken: Authentication token is missing or incorrect")
+        return gcs_service_pb2.GetClusterIdReply()
+
+    handler = grpc.method_handlers_generic_handler("ray.rpc.NodeInfoGcsService", {
+        "GetClusterId": grpc.unary_unary_rpc_method_handler(
+            cluster_id, request_deserializer=gcs_service_pb2.GetClusterIdRequest.FromString,
+            response_serializer=gcs_service_pb2.GetClusterIdReply.SerializeToString)})
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("0.0.0.0:0")
+    server.start()
+    try:
+        yield port
+    finally:
+        server.stop(0)
+
+
+def test_a_ray_address_that_is_not_a_cluster_is_refused(mlflow_store, monkeypatch, capsys):
+    test = "test_a_ray_address_that_is_not_a_cluster_is_refused"
+    with http_server(200) as dashboard:
+        monkeypatch.setenv("RAY_ADDRESS", dashboard)
+        assert_refused("ray-dashboard-address", run_main(SMOKE), capsys.readouterr().err, test)
+    for entry_id, address in (("ray-not-an-address", "redis://head:6379"),
+                              ("ray-not-host-port", "head:port")):
+        monkeypatch.setenv("RAY_ADDRESS", address)
+        assert_refused(entry_id, run_main(SMOKE), capsys.readouterr().err, test)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))  # serves nothing
+    port = server.add_insecure_port("0.0.0.0:0")
+    server.start()
+    try:
+        monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+        assert_refused("ray-not-gcs", run_main(SMOKE), capsys.readouterr().err, test)
+    finally:
+        server.stop(0)
+
+
+def test_a_cluster_that_refuses_the_token_is_refused(mlflow_store, tmp_path, monkeypatch, capsys):
+    test = "test_a_cluster_that_refuses_the_token_is_refused"
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ray/auth_token
+    monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
+    with fake_gcs(token="the-cluster-token") as port:
+        monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+        monkeypatch.setenv("RAY_AUTH_MODE", "token")
+        monkeypatch.setenv("RAY_AUTH_TOKEN", "another-token")
+        assert_refused("ray-token-refused", run_main(SMOKE), capsys.readouterr().err, test)
+        monkeypatch.delenv("RAY_AUTH_TOKEN")
+        assert_refused("ray-token-missing", run_main(SMOKE), capsys.readouterr().err, test)
+        monkeypatch.delenv("RAY_AUTH_MODE")  # and no token anywhere: none is sent
+        assert run_main(SMOKE) == 2
+        assert "refused a connection without a token" in capsys.readouterr().err
+        monkeypatch.setenv("RAY_AUTH_TOKEN", "the-cluster-token")
+        pipelines.services.check_ray_address(f"127.0.0.1:{port}")  # the right token passes
+
+
+def test_errors_of_ray_init_become_one_sentence(mlflow_store, monkeypatch, capsys):
+    import ray
+
+    test = "test_errors_of_ray_init_become_one_sentence"
+    monkeypatch.setenv("RAY_ADDRESS", "auto")
+    for entry_id, error in (
+        ("ray-connect-failed", ConnectionError("Could not find any running Ray instance.")),
+        ("ray-init-refused-token", ray.exceptions.AuthenticationError("token mismatch")),
+    ):
+        def refuse(*args, error=error, **kwargs):
+            raise error
+
+        monkeypatch.setattr(pipelines.services.ray, "init", refuse)
+        assert_refused(entry_id, run_main(SMOKE), capsys.readouterr().err, test)
+
+
+@contextmanager
+def process_group(argv: list[str], env: dict[str, str], cwd: Path, log: Path,
+                  ) -> Iterator[subprocess.Popen]:
+    """``argv`` in its own process group (its Ray too); whatever of the group
+    is left at the end is killed, never another process."""
+    with log.open("w") as out:
+        process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        try:
+            yield process
+        finally:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+
+
+def group_is_gone(pgid: int, within_s: float = 20) -> bool:
+    """Whether every process of group ``pgid`` has ended."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        return probe.getsockname()[1]
+
+
+def pipeline_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The test's environment for a subprocess that starts its own local Ray."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "MLFLOW_TRACKING_URI")}
+    env.update(PLNLP_CACHE_DIR=str(tmp_path / "cache"), PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+@pytest.mark.slow
+def test_a_real_cluster_refuses_a_wrong_token_within_seconds(tmp_path, monkeypatch):
+    """``ray start --head`` with token auth, in its own process group and
+    temporary folder (so no other ``ray.init`` finds it)."""
+    port = free_port()
+    temp = Path(os.environ.get("TMPDIR", "/tmp")) / f"plnlp-{os.getpid()}-{port}"
+    env = pipeline_env(tmp_path, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="the-cluster-token")
+    head = ["ray", "start", "--head", f"--port={port}", f"--temp-dir={temp}", "--block",
+            "--num-cpus=1", "--include-dashboard=false", "--disable-usage-stats",
+            f"--ray-client-server-port={free_port()}",
+            f"--dashboard-agent-listen-port={free_port()}"]
+    with process_group(head, env, tmp_path, tmp_path / "head.log") as process:
+        monkeypatch.setenv("RAY_AUTH_MODE", "token")
+        monkeypatch.setenv("RAY_AUTH_TOKEN", "the-cluster-token")
+        deadline = time.monotonic() + 60
+        while True:  # until the head answers
+            try:
+                pipelines.services.check_ray_address(f"127.0.0.1:{port}")
+                break
+            except PLNLPError:
+                assert time.monotonic() < deadline and process.poll() is None, \
+                    (tmp_path / "head.log").read_text()[-2000:]
+                time.sleep(1)
+        monkeypatch.setenv("RAY_AUTH_TOKEN", "a-wrong-token")
+        started = time.monotonic()
+        with pytest.raises(PLNLPError, match="refused the authentication token sent"):
+            pipelines.services.check_ray_address(f"127.0.0.1:{port}")
+        assert time.monotonic() - started < REFUSE_WITHIN_S
+    shutil.rmtree(temp, ignore_errors=True)
+
+
+# After the run started ------------------------------------------------------------------------
+
+def only_run(uri: str, experiment: str = "plnlp-ddi"):
+    client = MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    tops = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    assert len(tops) == 1
+    return tops[0]
+
+
+class Payload:
+    """Unpickling this runs ``touch <marker>``."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def damage(entry_id: str, root: Path, tmp_path: Path) -> Path:
+    """Damages the stand-in at ``root`` as ``entry_id`` says; the data root to give."""
+    target = root / "ogbl_ddi" / "split" / "target"
+    if entry_id == "data-missing":
+        return write(tmp_path / "a-file", "") / "datasets"
+    if entry_id == "data-unreadable":  # a file even root cannot read
+        (target / "train.pt").unlink()
+        (target / "train.pt").symlink_to("/proc/self/mem")
+    elif entry_id == "data-partial":
+        (target / "valid.pt").unlink()
+    elif entry_id == "data-truncated":
+        (target / "train.pt").write_bytes((target / "train.pt").read_bytes()[:-100])
+    elif entry_id == "data-runs-code":
+        edges = np.zeros((4, 2), dtype=np.int64)
+        torch.save({"edge": edges, "edge_neg": edges, "x": Payload(tmp_path / "payload-ran")},
+                   target / "valid.pt")
+    elif entry_id == "data-other-dataset":
+        collab = write_collab_standin(tmp_path / "collab")
+        root = tmp_path / "mislabelled"
+        root.mkdir()
+        (collab / "ogbl_collab").rename(root / "ogbl_ddi")
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry_id", ["data-missing", "data-unreadable", "data-partial",
+                                      "data-truncated", "data-runs-code", "data-other-dataset"])
+def test_a_missing_or_damaged_dataset_fails_the_run(entry_id, ray_session, mlflow_store,
+                                                    standin_root, tmp_path, capsys):
+    root = damage(entry_id, standin_root, tmp_path)
+    code = run_main([*SMOKE, "--data-root", str(root), *STANDIN])
+    line = assert_refused(entry_id, code, capsys.readouterr().err,
+                          "test_a_missing_or_damaged_dataset_fails_the_run")
+    run = only_run(mlflow_store)
+    assert run.info.status == "FAILED"
+    assert run.data.tags[FAILURE_TAG] == line.removeprefix("error: ")
+    assert not (tmp_path / "payload-ran").exists()  # a pickle that would run code never runs
+
+
+def train_out_of_gpu_memory(*args, **kwargs):
+    """Stands in for ``components.train.train``: a real Ray Train worker
+    that runs out of GPU memory."""
+    import ray.train
+    import ray.train.torch
+
+    def loop(config: dict) -> None:
+        raise torch.cuda.OutOfMemoryError(
+            "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "15.77 GiB of which 1.20 GiB is free.")
+
+    storage = Path(os.environ["PLNLP_CACHE_DIR"]) / "oom"
+    ray.train.torch.TorchTrainer(loop, scaling_config=ray.train.ScalingConfig(num_workers=1),
+                                 run_config=ray.train.RunConfig(storage_path=str(storage))).fit()
+
+
+@pytest.mark.slow
+def test_gpu_out_of_memory_in_a_train_worker_names_the_settings(
+    ray_session, mlflow_store, standin_root, monkeypatch, capsys,
+):
+    import pipelines.stages
+
+    monkeypatch.setattr(pipelines.stages, "train", train_out_of_gpu_memory)
+    code = run_main([*SMOKE, "--data-root", str(standin_root), *STANDIN])
+    line = assert_refused("gpu-out-of-memory", code, capsys.readouterr().err,
+                          "test_gpu_out_of_memory_in_a_train_worker_names_the_settings")
+    assert line.endswith("or the hidden sizes.")
+    run = only_run(mlflow_store)
+    assert run.info.status == "FAILED"
+    assert run.data.tags[FAILURE_TAG] == line.removeprefix("error: ")
+
+
+def test_gpu_out_of_memory_wrapped_by_a_ray_task_is_found():
+    import ray.exceptions
+
+    oom = torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 512.00 MiB")
+    wrapped = ray.exceptions.RayTaskError("evaluate_checkpoint", "Traceback ...", oom)
+    for error in (wrapped, wrapped.as_instanceof_cause()):
+        try:
+            raise RuntimeError("the stage failed") from error
+        except RuntimeError as outer:
+            assert job.describe_failure(outer).startswith(
+                "out of GPU memory (tried to allocate 512.00 MiB); lower batch_size (now ?)")
+    reason = job.gpu_out_of_memory_reason(oom, {"batch_size": "8", "eval_batch_size": "9"})
+    assert reason.endswith("(now 8) or eval_batch_size (now 9), or the hidden sizes.")
+
+
+def write_complete_graph(root: Path) -> Path:
+    """A ddi stand-in whose training edges join every pair of nodes."""
+    write_ddi_standin(root)
+    pairs = np.array([(u, v) for u in range(60) for v in range(u + 1, 60)], dtype=np.int64)
+    torch.save({"edge": pairs}, root / "ogbl_ddi" / "split" / "target" / "train.pt")
+    return root
+
+
+@pytest.mark.slow
+def test_a_graph_too_dense_to_sample_fails_the_run(ray_session, mlflow_store, tmp_path, capsys):
+    root = write_complete_graph(tmp_path / "dense")
+    code = run_main([*SMOKE, "--data-root", str(root), *STANDIN, "--max-failures", "0"])
+    assert_refused("sampler-too-dense", code, capsys.readouterr().err,
+                   "test_a_graph_too_dense_to_sample_fails_the_run")
+    assert only_run(mlflow_store).info.status == "FAILED"
+
+
+@pytest.mark.slow
+def test_any_other_failure_marks_the_run_failed(ray_session, mlflow_store, standin_root,
+                                                monkeypatch, capsys):
+    import pipelines.stages
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "the disk is full")
+
+    monkeypatch.setattr(pipelines.stages, "train", full_disk)
+    code = run_main([*SMOKE, "--data-root", str(standin_root), *STANDIN])
+    assert_refused("other-failure", code, capsys.readouterr().err,
+                   "test_any_other_failure_marks_the_run_failed")
+    assert only_run(mlflow_store).data.tags[FAILURE_TAG] == "[Errno 28] the disk is full"
+
+
+# Interrupts -----------------------------------------------------------------------------------
+
+@pytest.fixture
+def no_ray_shutdown(monkeypatch):
+    """Keeps an in-process interrupt from shutting the suite's Ray down."""
+    monkeypatch.setattr(pipelines.interrupts.ray, "shutdown", lambda: None)
+
+
+def log_epochs(epochs: int) -> None:
+    client = MlflowClient()
+    run_id = mlflow.active_run().info.run_id
+    for epoch in range(1, epochs + 1):
+        client.log_metric(run_id, "train_loss", 1.0 / epoch, step=epoch)
+
+
+def interrupt_self(signum: int) -> None:
+    os.kill(os.getpid(), signum)
+    time.sleep(5)  # the handler raises here
+    raise AssertionError("the signal did not interrupt")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupt_kills_the_active_runs_with_the_epoch_reached(signum, mlflow_store,
+                                                                   no_ray_shutdown, capsys):
+    """Two seeds as ``--runs 2`` makes them: the first finished, the second
+    interrupted at epoch 3 after Ray Train tried to take SIGINT over."""
+    def job_(work: Path) -> None:
+        with mlflow.start_run(run_name="seed-0", nested=True):
+            log_epochs(5)
+        with mlflow.start_run(run_name="seed-1", nested=True):
+            log_epochs(3)
+            signal.signal(signal.SIGINT, lambda *args: None)  # as TorchTrainer.fit does
+            interrupt_self(signum)
+
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    with pytest.raises(SystemExit) as exited:
+        job.execute("interrupts", "two-seeds", None, job_)
+    err = capsys.readouterr().err
+    if signum == signal.SIGTERM:
+        assert_refused("interrupted-sigterm", exited.value.code, err,
+                       "test_an_interrupt_kills_the_active_runs_with_the_epoch_reached")
+    else:
+        assert exited.value.code == 130 and "\ninterrupted: SIGINT (Ctrl-C) stopped" in f"\n{err}"
+    client = MlflowClient(mlflow_store)
+    runs = {r.info.run_name: r for r in client.search_runs(
+        [client.get_experiment_by_name("interrupts").experiment_id])}
+    assert f"run {runs['two-seeds'].info.run_id} KILLED at epoch 3)" in err
+    assert {name: r.info.status for name, r in runs.items()} == {
+        "two-seeds": "KILLED", "seed-0": "FINISHED", "seed-1": "KILLED"}
+    for name in ("two-seeds", "seed-1"):
+        assert runs[name].data.tags[EPOCH_TAG] == "3"
+        assert runs[name].data.tags[FAILURE_TAG].startswith("interrupted by SIG")
+    assert {s: signal.getsignal(s) for s in handlers} == handlers  # restored
+    assert signal.signal is pipelines.interrupts._install_handler
+
+
+def test_an_interrupt_swallowed_by_a_library_still_kills_the_run(mlflow_store, no_ray_shutdown,
+                                                                 capsys):
+    """Ray Tune stops a sweep on Ctrl-C and returns what it has."""
+    def swallowing(work: Path) -> str:
+        log_epochs(2)
+        try:
+            interrupt_self(signal.SIGINT)
+        except KeyboardInterrupt:
+            return "partial results"
+
+    with pytest.raises(SystemExit) as exited:
+        job.execute("swallowed", "sweep", None, swallowing)
+    assert exited.value.code == 130
+    run = only_run(mlflow_store, "swallowed")
+    assert run.info.status == "KILLED" and run.data.tags[EPOCH_TAG] == "2"
+    assert "KILLED at epoch 2)" in capsys.readouterr().err
+
+
+def test_an_interrupt_before_the_run_records_nothing(tmp_path, mlflow_store, no_ray_shutdown,
+                                                     capsys):
+    from components.train import WorkerGroup
+
+    with pytest.raises(SystemExit) as exited:
+        job.prepare(lambda: interrupt_self(signal.SIGINT), WorkerGroup())
+    assert_refused("interrupted-before-run", exited.value.code, capsys.readouterr().err,
+                   "test_an_interrupt_before_the_run_records_nothing")
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def train_loss_epoch(database: Path) -> int:
+    """The largest ``train_loss`` step in the SQLite store, 0 if none yet."""
+    if not database.exists():
+        return 0
+    try:
+        with sqlite3.connect(database, timeout=5) as connection:
+            (step,) = connection.execute(
+                "SELECT MAX(step) FROM metrics WHERE key = 'train_loss'").fetchone()
+    except sqlite3.Error:  # the tables are being created
+        return 0
+    return step or 0
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_training_kills_the_run_and_a_rerun_finishes(ddi_root, tmp_path):
+    """Ctrl-C reaches the whole foreground process group, as a terminal sends it."""
+    database = tmp_path / "mlflow.db"
+    env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=f"sqlite:///{database}")
+    # Epochs are logged as they are checkpointed; a quarter of an epoch and a
+    # checkpoint every 5 keep the rerun's 30 epochs within a minute.
+    argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE,
+            "--data-root", str(ddi_root), "--set", "epochs=30",
+            "--set", "max_batches_per_epoch=4", "--set", "checkpoint_every=5"]
+    with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
+        deadline = time.monotonic() + 150
+        while train_loss_epoch(database) < 1:
+            assert process.poll() is None and time.monotonic() < deadline, \
+                (tmp_path / "first.log").read_text()[-3000:]
+            time.sleep(0.5)
+        os.killpg(process.pid, signal.SIGINT)
+        signalled = time.monotonic()
+        code = process.wait(timeout=60)
+        print(f"stopped {time.monotonic() - signalled:.1f} s after Ctrl-C")
+        assert group_is_gone(process.pid), "Ray outlived the interrupted job"
+    output = (tmp_path / "first.log").read_text()
+    err = [line for line in output.splitlines() if line.startswith(("interrupted:", "error:"))]
+    assert_refused("interrupted-sigint", code, "\n".join(err),
+                   "test_ctrl_c_during_training_kills_the_run_and_a_rerun_finishes")
+    client = MlflowClient(f"sqlite:///{database}")
+    killed = only_run(f"sqlite:///{database}")
+    history = client.get_metric_history(killed.info.run_id, "train_loss")
+    assert killed.info.status == "KILLED"
+    assert killed.data.tags[EPOCH_TAG] == str(max(m.step for m in history)) != "0"
+    assert f"(run {killed.info.run_id} KILLED at epoch {killed.data.tags[EPOCH_TAG]})" in err[0]
+    assert killed.data.tags[FAILURE_TAG] == "interrupted by SIGINT (Ctrl-C)"
+
+    with process_group(argv, env, tmp_path, tmp_path / "rerun.log") as process:
+        code = process.wait(timeout=240)
+        assert code == 0, (tmp_path / "rerun.log").read_text()[-3000:]
+        assert group_is_gone(process.pid)
+    runs = client.search_runs([killed.info.experiment_id], order_by=["attributes.start_time"])
+    assert [r.info.status for r in runs] == ["KILLED", "FINISHED"]
+    assert len(client.get_metric_history(runs[1].info.run_id, "train_loss")) == 30
+
+
+# Two runs at once ---------------------------------------------------------------------------
+
+FIRST_TOUCH = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import mlflow
+from pipelines.services import tracking_store_lock
+with tracking_store_lock(mlflow.get_tracking_uri()):
+    mlflow.set_experiment("plnlp-ddi")
+with mlflow.start_run():
+    mlflow.log_params({f"p{i}": i for i in range(20)})
+    for step in range(20):
+        mlflow.log_metric("train_loss", 1.0, step=step)
+"""
+
+
+def test_two_processes_opening_a_new_sqlite_store_at_once_both_record(tmp_path):
+    """MLflow's migrations fail in one of two processes that create the
+    tables at once (duplicate column, alembic version: without the lock, 5
+    of 8 such processes failed); the lock orders them."""
+    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    processes = [subprocess.Popen([sys.executable, "-c", FIRST_TOUCH, str(REPO_ROOT)], env=env,
+                                  cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                 for _ in range(2)]
+    outputs = [p.communicate(timeout=120)[0].decode() for p in processes]
+    assert [p.returncode for p in processes] == [0, 0], "\n".join(outputs)[-3000:]
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("plnlp-ddi")
+    assert len(client.search_runs([experiment.experiment_id])) == 2
+
+
+@pytest.mark.slow
+def test_two_pipelines_at_once_against_the_default_sqlite_file_both_finish(tmp_path):
+    root = write_ddi_standin(tmp_path / "datasets")
+    env = pipeline_env(tmp_path)  # MLflow's default: sqlite:///mlflow.db in the folder
+    argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE,
+            "--data-root", str(root), *STANDIN]
+    with process_group(argv, env, tmp_path, tmp_path / "a.log") as first, \
+            process_group([*argv, "--seed", "1"], env, tmp_path, tmp_path / "b.log") as second:
+        codes = [first.wait(timeout=300), second.wait(timeout=300)]
+    logs = [(tmp_path / name).read_text()[-2000:] for name in ("a.log", "b.log")]
+    assert codes == [0, 0], "\n".join(logs)
+    assert not [line for log in logs for line in log.splitlines() if "database is locked" in line]
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("plnlp-ddi").experiment_id])
+    assert sorted((r.info.status, r.data.params["seed"]) for r in runs) == [
+        ("FINISHED", "0"), ("FINISHED", "1")]
