@@ -32,7 +32,8 @@ from components.augment import augment  # noqa: E402
 from components.evaluate import evaluate_checkpoint  # noqa: E402
 from components.load import load_dataset  # noqa: E402
 from components.parquet_io import PAIR_TABLES  # noqa: E402
-from components.train import WorkerGroup, train  # noqa: E402
+from components.train import train  # noqa: E402
+from components.workers import WorkerGroup  # noqa: E402
 from pipelines.cli import load_preset  # noqa: E402
 from plnlp_core.config import PLNLPConfig  # noqa: E402
 from plnlp_core.datasets import DATASETS, cache_dir, resolve_data_root  # noqa: E402

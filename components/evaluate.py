@@ -1,4 +1,5 @@
-"""Stage ``evaluate``: OGB's Evaluator on the best checkpoint."""
+"""Stage ``evaluate``: OGB's Evaluator (AUC and Hits@K for own graphs) on
+the best checkpoint, or on a classic heuristic's scores."""
 from pathlib import Path
 
 import ray
@@ -10,7 +11,8 @@ from components.scheduling import ANYWHERE
 from components.train import CHECKPOINT_FILE
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.evaluation import evaluate
-from plnlp_core.experiment import build_input_adjacency, build_model
+from plnlp_core.experiment import build_input_adjacency, build_model, input_edges
+from plnlp_core.heuristics import heuristic_metrics
 
 
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
@@ -26,4 +28,17 @@ def evaluate_checkpoint(
     model.load_state_dict(state)
     splits = {"valid": (split.valid_pos, split.valid_neg), "test": (split.test_pos, split.test_neg)}
     metrics = evaluate(model, split.info, split.x, adj, splits, config.eval_batch_size)
+    return {f"final_{key}": value for key, value in metrics.items()}
+
+
+@ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
+def evaluate_heuristic(
+    dataset: DatasetArtifact, name: str, config: PLNLPConfig,
+) -> dict[str, float]:
+    """Validation and test metrics of the heuristic ``name`` (``cn``, ``aa``,
+    ``ra``) over the graph training starts from (``config``'s observed
+    edges), keyed as :func:`evaluate_checkpoint`'s."""
+    split = read_split(Path(dataset.directory))
+    edges, _ = input_edges(split, config)
+    metrics = heuristic_metrics(name, split, edges)
     return {f"final_{key}": value for key, value in metrics.items()}

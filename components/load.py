@@ -1,7 +1,12 @@
-"""Stage ``load``: an OGB dataset folder to canonical Parquet splits, cached
-(see :mod:`components.stage_cache`) by the files the loader reads."""
+"""Stage ``load``: an OGB dataset folder, or a graph of one's own, to
+canonical Parquet splits, cached (see :mod:`components.stage_cache`) by the
+files the loader reads and how it reads them."""
+import dataclasses
+import json
+from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import ray
 
 from components.artifacts import DatasetArtifact, DatasetMeta
@@ -9,6 +14,10 @@ from components.parquet_io import write_split
 from components.scheduling import ANYWHERE
 from components.stage_cache import cached
 from plnlp_core.datasets import DATASETS, DatasetInfo, load_ogb, split_type
+from plnlp_core.own_graph import load_own_graph
+
+NODE_IDS_FILE = "node_ids.parquet"
+REPORT_FILE = "report.json"
 
 # Bump when write_split's output changes for the same OGB files.
 LOAD_FORMAT = 1
@@ -47,3 +56,44 @@ def load_inputs(info: DatasetInfo, data_root: Path) -> dict:
             files[path.relative_to(folder).as_posix()] = [stat.st_size, stat.st_mtime_ns]
     return {"dataset": info.name, "folder": str(folder), "files": files,
             "format": LOAD_FORMAT}
+
+
+@dataclass(frozen=True)
+class OwnGraphOptions:
+    """How a graph of one's own is read (see :func:`load_own_graph`)."""
+
+    split: str
+    split_seed: int
+    directed: bool
+    features: str | None
+    hits_k: tuple[int, ...]
+
+
+@ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
+def load_own_dataset(path: str, options: OwnGraphOptions, cache_root: str) -> DatasetArtifact:
+    """Reads the edge list or split folder at ``path`` into an entry of the
+    stage cache at ``cache_root``, with the node id mapping
+    (``node_ids.parquet``: ``id``, ``index``) and what reading dropped or
+    noticed (``report.json``), or reuses the entry of the same files read
+    the same way."""
+
+    def write(scratch: Path) -> None:
+        graph = load_own_graph(path, options.split, options.directed, options.split_seed,
+                               options.features, options.hits_k)
+        write_split(graph.split, scratch)
+        pq.write_table(graph.node_ids, scratch / NODE_IDS_FILE)
+        (scratch / REPORT_FILE).write_text(json.dumps(dataclasses.asdict(graph.report)))
+
+    inputs = {"files": _file_stamps([Path(path), *([Path(options.features)]
+                                                   if options.features else [])]),
+              "options": dataclasses.asdict(options), "format": LOAD_FORMAT}
+    entry = cached(Path(cache_root), "load", inputs, write)
+    return DatasetArtifact(str(entry.path), DatasetMeta.read(entry.path))
+
+
+def _file_stamps(paths: list[Path]) -> dict[str, list[int]]:
+    """The absolute path, size and mtime of every file at ``paths`` (files,
+    or the files of folders)."""
+    files = [p for path in paths for p in ([path] if path.is_file() else sorted(path.iterdir()))]
+    return {str(p.resolve()): [p.stat().st_size, p.stat().st_mtime_ns] for p in files
+            if p.is_file()}

@@ -1,9 +1,11 @@
 """MLflow records of a pipeline run: settings, per-epoch table, learning
 curve, checkpoint and final metrics."""
+import json
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 import mlflow
@@ -13,19 +15,37 @@ import yaml
 from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
-from components.artifacts import TrainArtifact
+from components.artifacts import DatasetArtifact, TrainArtifact
+from components.load import NODE_IDS_FILE, REPORT_FILE
 from components.plots import plot_learning_curve, plot_seed_curves
 from plnlp_core.config import PLNLPConfig
+from plnlp_core.own_graph import GraphReport
 
 FAILURE_TAG = "failure_reason"
 MLFLOW_BATCH = 1000  # metrics MLflow takes in one log_batch
 
 
-def log_config(config: PLNLPConfig, extra: dict[str, object]) -> None:
-    """Every resolved setting as a param, and the config as ``config.yaml``."""
-    settings = {**config.to_dict(), **extra}
-    mlflow.log_params({key: "null" if value is None else value for key, value in settings.items()})
-    mlflow.log_text(yaml.safe_dump(config.to_dict(), sort_keys=False), "config.yaml")
+def log_config(config: PLNLPConfig, extra: dict[str, object],
+               exclude: Collection[str] = ()) -> None:
+    """Every resolved setting but those in ``exclude`` (a sweep's searched
+    ones) as a param, and the same as ``config.yaml``."""
+    settings = {key: value for key, value in config.to_dict().items() if key not in exclude}
+    mlflow.log_params({key: "null" if value is None else value
+                       for key, value in {**settings, **extra}.items()})
+    mlflow.log_text(yaml.safe_dump(settings, sort_keys=False), "config.yaml")
+
+
+def log_graph(dataset: DatasetArtifact) -> None:
+    """For a graph of one's own: says what reading it dropped or noticed,
+    logs those counts as ``graph_*`` params and the node id mapping as
+    ``graph/node_ids.parquet``. Nothing for OGB datasets."""
+    directory = Path(dataset.directory)
+    if not (directory / REPORT_FILE).exists():
+        return
+    report = GraphReport(**json.loads((directory / REPORT_FILE).read_text()))
+    print(f"graph {dataset.meta.dataset}: {report}", flush=True)
+    mlflow.log_params({f"graph_{key}": value for key, value in asdict(report).items()})
+    mlflow.log_artifact(str(directory / NODE_IDS_FILE), "graph")
 
 
 def log_training(trained: TrainArtifact, main_metric: str, title: str) -> None:

@@ -5,7 +5,6 @@ import logging
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
 from components.parquet_io import pairs_table, read_split
 from components.tracking import EpochLogger
 from components.walk_rounds import ParquetWalkRounds
+from components.workers import WorkerGroup
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import cache_dir
 from plnlp_core.experiment import (
@@ -72,30 +72,9 @@ def uses_training_edges_as_is(config: PLNLPConfig) -> bool:
             and config.loss not in WEIGHTED_LOSSES and config.walk_positives == "union")
 
 
-@dataclass(frozen=True)
-class WorkerGroup:
-    """The DDP workers of one training run: ``num_workers`` workers, each
-    holding ``cpus_per_worker`` CPUs (torch uses that many threads) and one
-    GPU with ``use_gpu``."""
-
-    num_workers: int = 1
-    cpus_per_worker: int = 1
-    use_gpu: bool = False
-
-    def resources(self) -> dict[str, float]:
-        """What the whole group holds of the cluster."""
-        per_worker = self.scaling_config().resources_per_worker
-        return {name: amount * self.num_workers for name, amount in per_worker.items()}
-
-    def scaling_config(self) -> ray.train.ScalingConfig:
-        per_worker = {"CPU": self.cpus_per_worker, **({"GPU": 1} if self.use_gpu else {})}
-        return ray.train.ScalingConfig(num_workers=self.num_workers, use_gpu=self.use_gpu,
-                                       resources_per_worker=per_worker)
-
-
 def train(
     dataset: DatasetArtifact, walks: WalkArtifact | None, config: PLNLPConfig,
-    storage: str, workers: WorkerGroup = WorkerGroup(),
+    storage: str, workers: WorkerGroup | None = None,
     tracking_uri: str | None = None, run_id: str | None = None, max_failures: int = 3,
 ) -> TrainArtifact:
     """Trains with the DDP ``workers`` and returns the checkpoint of the best
@@ -112,7 +91,7 @@ def train(
         train_loop_config={
             "config": config.to_dict(), "dataset_dir": dataset.directory, "walks": walks,
         },
-        scaling_config=workers.scaling_config(),
+        scaling_config=(workers or WorkerGroup()).scaling_config(),
         run_config=ray.train.RunConfig(
             name=f"plnlp-{config.dataset}-{run_id or 'run'}",
             storage_path=str(Path(storage).resolve()),

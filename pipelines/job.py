@@ -14,13 +14,14 @@ import ray
 import torch
 
 from components.tracking import mark_failed
-from components.train import WorkerGroup
+from components.workers import WorkerGroup
 from pipelines.interrupts import SignalGuard, stop
 from pipelines.services import check_tracking_store, connect_ray, tracking_store_lock
 from plnlp_core.datasets import cache_dir
 from plnlp_core.errors import PLNLPError
 
 T = TypeVar("T")
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 
 
 def prepare(validate: Callable[[], T], workers: WorkerGroup) -> T | None:
@@ -72,6 +73,8 @@ def execute(
         with guard:
             with tracking_store_lock(mlflow.get_tracking_uri()):
                 mlflow.set_experiment(experiment)  # of two runs at once, one makes the tables
+            # a classic training experiment: the UI opens on its runs table, not on GenAI traces
+            mlflow.set_experiment_tag(EXPERIMENT_KIND_TAG, "custom_model_development")
             work = Path(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
             run = mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name)
             result = job(work)

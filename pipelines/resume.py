@@ -1,9 +1,7 @@
-"""What a run starts from: new settings, or with ``--resume RUN_ID`` a
-stopped or failed run that goes on from its latest checkpoint, in the same
-MLflow run, with the settings it was started with."""
+"""``--resume RUN_ID``: a stopped or failed run goes on from its latest
+checkpoint, in the same MLflow run, with the settings it was started with."""
 import argparse
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import mlflow
@@ -13,57 +11,32 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from components.train import CHECKPOINTS_TAG, SHAPES_FILE
-from pipelines.cli import parse_overrides, resolve_config
+from pipelines.cli import GraphSource, RunPlan, parse_overrides
+from pipelines.services import check_tracking_store
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.errors import PLNLPError
 from plnlp_core.experiment import build_model
 
 
-@dataclass
-class RunPlan:
-    """What a run starts from.
-
-    Attributes:
-        run_id (str, optional): The MLflow run that goes on (``--resume``).
-        config (PLNLPConfig): Its settings (``--set`` applied on top).
-        runs (int): Its number of seeds.
-        children (dict): Seed to nested run id, for ``--runs`` > 1.
-        finished (dict): Seed to ``final_*`` metrics of the seeds done.
-    """
-
-    run_id: str | None
-    config: PLNLPConfig
-    runs: int
-    children: dict[int, str] = field(default_factory=dict)
-    finished: dict[int, dict[str, float]] = field(default_factory=dict)
-
-
-def plan_run(args: argparse.Namespace) -> RunPlan:
-    """The plan of ``args``: their settings (see :func:`resolve_config`), or
-    the run ``args.resume`` as :func:`resumed_run` finds it."""
-    if args.resume is None:
-        return RunPlan(None, resolve_config(args), args.runs)
-    return resumed_run(args)
-
-
-def resumed_run(args: argparse.Namespace) -> RunPlan:
-    """Looks ``args.resume`` up and checks that it can go on: it exists,
-    trained ``args.dataset``, and its checkpoint fits the model its
-    settings build."""
+def resumed_run(args: argparse.Namespace, source: GraphSource) -> RunPlan:
+    """Looks ``args.resume`` up and checks that it can go on: the tracking
+    store answers, the run exists, has not finished, trained ``source``'s
+    graph, and its checkpoint fits the model its settings build."""
+    check_tracking_store(mlflow.get_tracking_uri())
     client = MlflowClient()
     run = _get_run(client, args.resume)
     trained = run.data.params.get("dataset")
-    if trained != args.dataset:
-        raise PLNLPError(f"run {args.resume} trained {trained}, not {args.dataset}; "
+    if trained != source.info.name:
+        raise PLNLPError(f"run {args.resume} trained {trained}, not {source.info.name}; "
                          f"resume it with --dataset {trained}.")
-    settings = yaml.safe_load(Path(client.download_artifacts(args.resume, "config.yaml"))
-                              .read_text())
-    config = PLNLPConfig.from_mapping({**settings, **parse_overrides(args.overrides)})
-    info = config.validate()
     if run.info.status == "FINISHED":
         raise PLNLPError(f"run {args.resume} has already finished; start a new run instead "
                          "of --resume.")
-    resumed = RunPlan(args.resume, config, int(run.data.params.get("runs", 1)))
+    settings = yaml.safe_load(Path(client.download_artifacts(args.resume, "config.yaml"))
+                              .read_text())
+    config = PLNLPConfig.from_mapping({**settings, **parse_overrides(args.overrides)})
+    info = config.validate(source.info if source.path is not None else None)
+    resumed = RunPlan(args.resume, config, int(run.data.params.get("runs", 1)), source)
     if resumed.runs > 1:
         _read_children(client, run, resumed)
     for run_id in [args.resume, *resumed.children.values()]:

@@ -1,74 +1,106 @@
 """The main job: load -> augment -> train -> evaluate, on Ray, into MLflow.
 
     python pipelines/run.py --dataset ddi --preset smoke
+    python pipelines/run.py --dataset my_edges.csv [--model heuristic:ra]
 
 Runs on the Ray cluster at ``RAY_ADDRESS`` (else a local Ray it starts) and
 records to MLflow at ``MLFLOW_TRACKING_URI`` (else MLflow's local SQLite file).
 """
 import argparse
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone, or by ray job
 
-import mlflow  # noqa: E402
-import ray  # noqa: E402
-
-from components.load import load_dataset  # noqa: E402
-from components.stage_cache import stage_cache_root  # noqa: E402
-from components.tracking import log_config, summary_metrics  # noqa: E402
-from components.train import checkpoint_root  # noqa: E402
-from pipelines.cli import parse_args, worker_group  # noqa: E402
-from pipelines.job import execute, prepare  # noqa: E402
-from pipelines.resume import RunPlan, plan_run  # noqa: E402
-from pipelines.stages import train_and_evaluate  # noqa: E402
-from plnlp_core.datasets import resolve_data_root  # noqa: E402
+from pipelines.cli import RunPlan, parse_args, plan_run, preset_name, worker_group  # noqa: E402
+from plnlp_core.errors import PLNLPError  # noqa: E402
 
 
-def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict:
-    """Loads the dataset once, then one seed, or ``--runs`` seeds as nested
-    runs whose final metrics are summarised as mean and std. A resumed run
-    goes on with its unfinished seeds."""
-    data_root = str(resolve_data_root(args.data_root).resolve())
-    dataset = ray.get(load_dataset.remote(args.dataset, data_root,
-                                          str(stage_cache_root(args.work_dir))))
-    extra = {"runs": plan.runs, "max_failures": args.max_failures, **asdict(worker_group(args))}
+def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
+    """Loads the graph once, then scores it with a heuristic, or trains one
+    seed, or ``--runs`` seeds as nested runs whose final metrics are
+    summarised as mean and std. A resumed run goes on with its unfinished
+    seeds."""
+    # Ray, MLflow and the stages load only once the arguments are valid.
+    from dataclasses import asdict
+
+    import mlflow
+    import ray
+
+    from components.evaluate import evaluate_heuristic
+    from components.tracking import log_config, log_graph, log_seed_curves, summary_metrics
+    from components.train import checkpoint_root
+    from pipelines.stages import load, train_and_evaluate
+
+    dataset = load(args, plan.source)
+    log_graph(dataset)
+    extra = {"model": plan.model, "runs": plan.runs, "max_failures": args.max_failures,
+             **asdict(worker_group(args))}
     if plan.run_id is None:
         log_config(plan.config, extra)
+    if plan.model != "plnlp":
+        final = ray.get(evaluate_heuristic.remote(dataset, plan.model.split(":")[1], plan.config))
+        mlflow.log_metrics(final)
+        return final
     checkpoints = checkpoint_root(args.work_dir)
     if plan.runs == 1:
         return train_and_evaluate(dataset, plan.config, worker_group(args), checkpoints,
                                   args.max_failures)
-    finals = []
+    finals, children = [], {}
     for i in range(plan.runs):
         seeded = plan.config.replace(seed=plan.config.seed + i)
         if seeded.seed in plan.finished:
             finals.append(plan.finished[seeded.seed])
+            children[seeded.seed] = plan.children[seeded.seed]
             continue
-        child = plan.children.get(seeded.seed)
-        with mlflow.start_run(run_id=child, run_name=f"seed-{seeded.seed}", nested=True):
-            if child is None:
+        resumed = plan.children.get(seeded.seed)
+        name = None if resumed else run_name(args, plan, f"seed{seeded.seed}")
+        with mlflow.start_run(run_id=resumed, run_name=name, nested=True) as child:
+            children[seeded.seed] = child.info.run_id
+            if resumed is None:
                 log_config(seeded, extra)
             finals.append(train_and_evaluate(dataset, seeded, worker_group(args), checkpoints,
                                              args.max_failures))
     summary = summary_metrics(finals)
     mlflow.log_metrics(summary)
+    log_seed_curves(children, plan.source.info.main_metric_key,
+                    f"{mlflow.active_run().info.run_name}: validation of each seed")
     return summary
+
+
+def run_name(args: argparse.Namespace, plan: RunPlan, seeds: str | None = None) -> str:
+    """What tells runs apart in the MLflow UI: the graph, the preset or
+    model, the overridden settings in short, and the seed(s)."""
+    parts = [plan.source.info.name, preset_name(args, plan.source) if plan.model == "plnlp"
+             else plan.model]
+    if args.config is not None:
+        parts.append(Path(args.config).stem)
+    parts += [override.replace(" ", "") for override in args.overrides]
+    first = plan.config.seed
+    parts.append(seeds or (f"seed{first}" if plan.runs == 1
+                           else f"seeds{first}-{first + plan.runs - 1}"))
+    return "-".join(parts)[:250]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    plan = prepare(lambda: plan_run(args), worker_group(args))
-    if plan is None:
+    try:
+        plan = plan_run(args)
+    except PLNLPError as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
-    outcome = execute(args.experiment or f"plnlp-{args.dataset}", f"{args.dataset}-{args.preset}",
-                      args.work_dir, lambda work: pipeline(args, plan), plan.run_id)
+    from pipelines.console import print_summary, quiet_console
+    from pipelines.job import execute, prepare
+
+    if prepare(lambda: plan, worker_group(args)) is None:
+        return 2
+    quiet_console(args.verbose)
+    experiment = args.experiment or f"plnlp-{plan.source.info.name}"
+    outcome = execute(experiment, run_name(args, plan), args.work_dir,
+                      lambda work: pipeline(args, plan), plan.run_id)
     if outcome is None:
         return 1
-    run_id, final = outcome
-    print(f"MLflow run {run_id} in {mlflow.get_tracking_uri()}: "
-          + ", ".join(f"{k} {v:.4f}" for k, v in sorted(final.items())))
+    print_summary(*outcome, plan.source.info.main_metric_key)
     return 0
 
 

@@ -1,5 +1,7 @@
-"""The stages after ``load`` for one config, shared by the main job and the
-sweep's trials: augment -> train -> evaluate, recorded in the active MLflow run."""
+"""The stages as the main job and the sweep's trials run them: ``load`` once,
+then augment -> train -> evaluate for each config, recorded in the active
+MLflow run."""
+import argparse
 import shutil
 import time
 from pathlib import Path
@@ -10,9 +12,27 @@ import ray
 from components.artifacts import DatasetArtifact
 from components.augment import augment
 from components.evaluate import evaluate_checkpoint
+from components.load import OwnGraphOptions, load_dataset, load_own_dataset
+from components.stage_cache import stage_cache_root
 from components.tracking import log_training
-from components.train import CHECKPOINTS_TAG, WorkerGroup, train
+from components.train import CHECKPOINTS_TAG, train
+from components.workers import WorkerGroup
+from pipelines.cli import GraphSource
 from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import resolve_data_root
+
+
+def load(args: argparse.Namespace, source: GraphSource) -> DatasetArtifact:
+    """The ``load`` stage of ``source``: an OGB dataset under ``--data-root``,
+    or a graph of one's own read as the ``--split`` and graph flags say."""
+    cache = str(stage_cache_root(args.work_dir))
+    if source.path is None:
+        data_root = str(resolve_data_root(args.data_root).resolve())
+        return ray.get(load_dataset.remote(source.info.name, data_root, cache))
+    features = str(Path(args.node_features).resolve()) if args.node_features else None
+    options = OwnGraphOptions(args.split, args.split_seed, args.directed, features,
+                              source.info.hits_k)
+    return ray.get(load_own_dataset.remote(str(source.path.resolve()), options, cache))
 
 
 def train_and_evaluate(

@@ -13,39 +13,30 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone, or by ray job
 
-import mlflow  # noqa: E402
-import ray  # noqa: E402
-from ray import tune  # noqa: E402
-
-from components.artifacts import DatasetArtifact  # noqa: E402
-from components.load import load_dataset  # noqa: E402
-from components.stage_cache import stage_cache_root  # noqa: E402
-from components.tracking import log_config  # noqa: E402
-from components.train import checkpoint_root  # noqa: E402
 from pipelines.cli import (  # noqa: E402
+    GraphSource,
+    add_graph_args,
     add_worker_args,
+    graph_source,
     load_preset,
     parse_overrides,
     read_mapping,
     worker_group,
 )
-from pipelines.job import execute, prepare  # noqa: E402
-from pipelines.stages import train_and_evaluate  # noqa: E402
 from plnlp_core.config import PLNLPConfig  # noqa: E402
-from plnlp_core.datasets import DATASETS, resolve_data_root  # noqa: E402
+from plnlp_core.datasets import DATASETS  # noqa: E402
 from plnlp_core.errors import PLNLPError  # noqa: E402
 
 TRIAL_CPU = 0.01
-DISTRIBUTIONS = {
-    "choice": tune.choice, "grid": tune.grid_search, "uniform": lambda b: tune.uniform(*b),
-    "loguniform": lambda b: tune.loguniform(*b), "randint": lambda b: tune.randint(*b),
-}
+DISTRIBUTIONS = ("choice", "grid", "uniform", "loguniform", "randint")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="pipelines/tune.py",
                                      description="Sweep PLNLP settings with Ray Tune.")
-    parser.add_argument("--dataset", required=True, help=f"one of: {', '.join(DATASETS.names)}")
+    parser.add_argument("--dataset", required=True,
+                        help=f"one of {', '.join(DATASETS.names)}, or the path of your edge list "
+                             "or split folder (see pipelines/run.py --help)")
     parser.add_argument("--space", type=Path, required=True, help="a tune_spaces/*.yaml file")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="fix one setting for every trial")
@@ -54,6 +45,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--experiment", help="MLflow experiment (default: plnlp-<dataset>-tune)")
     parser.add_argument("--data-root", help="folder holding OGB datasets")
     parser.add_argument("--work-dir", help="scratch folder shared by all nodes on a cluster")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Ray's and MLflow's own progress lines too")
+    add_graph_args(parser)
     return parser.parse_args(argv)
 
 
@@ -61,14 +55,15 @@ class SearchSpace:
     """A ``tune_spaces/*.yaml`` file: the base settings, the searched ones
     and how trials are compared."""
 
-    def __init__(self, path: Path, dataset: str, overrides: list[str]) -> None:
-        DATASETS.get(dataset)
+    def __init__(self, path: Path, source: GraphSource, overrides: list[str]) -> None:
         data = read_mapping(path, "search space")
         self.metric, self.mode = data.get("metric"), data.get("mode", "max")
         self.num_samples = data.get("num_samples", 1)
         self.searched = data.get("space") or {}
-        base = {**load_preset(dataset, data.get("preset", "paper")), **parse_overrides(overrides)}
-        self.base = PLNLPConfig.from_mapping({**base, "dataset": dataset})
+        self.info = source.info if source.path is not None else None
+        preset = data.get("preset", "default" if source.path is not None else "paper")
+        base = {**load_preset(source.presets, preset), **parse_overrides(overrides)}
+        self.base = PLNLPConfig.from_mapping({**base, "dataset": source.info.name})
         if not isinstance(self.metric, str) or self.mode not in ("max", "min"):
             raise PLNLPError(f"search space {path} needs `metric: <name>` and `mode: max|min`.")
         for key, spec in self.searched.items():
@@ -82,15 +77,27 @@ class SearchSpace:
         if not isinstance(values, list) or not values:
             raise PLNLPError(f"search space {path}: {key}'s {kind} needs a list of values.")
         for value in values:  # every choice and both bounds must make a valid config
-            self.base.replace(**{key: value}).validate()
+            self.base.replace(**{key: value}).validate(self.info)
 
     def param_space(self) -> dict[str, object]:
-        return {key: DISTRIBUTIONS[kind](values)
+        """Ray Tune's distributions of the searched settings."""
+        from ray import tune
+
+        make = {"choice": tune.choice, "grid": tune.grid_search,
+                "uniform": lambda b: tune.uniform(*b), "loguniform": lambda b: tune.loguniform(*b),
+                "randint": lambda b: tune.randint(*b)}
+        return {key: make[kind](values)
                 for key, spec in self.searched.items() for kind, values in spec.items()}
 
 
-def trial(params: dict, base: dict, dataset: DatasetArtifact, options: dict) -> None:
+def trial(params: dict, base: dict, dataset: object, options: dict) -> None:
     """One Tune trial: a nested MLflow run holding a whole train -> evaluate."""
+    import mlflow
+    from ray import tune
+
+    from components.tracking import log_config
+    from pipelines.stages import train_and_evaluate
+
     config = PLNLPConfig.from_mapping({**base, **params})
     mlflow.set_tracking_uri(options["tracking_uri"])
     with mlflow.start_run(experiment_id=options["experiment_id"],
@@ -102,11 +109,21 @@ def trial(params: dict, base: dict, dataset: DatasetArtifact, options: dict) -> 
     tune.report(final)
 
 
-def sweep(args: argparse.Namespace, space: SearchSpace, work: Path) -> tune.ResultGrid:
-    data_root = str(resolve_data_root(args.data_root).resolve())
-    dataset = ray.get(load_dataset.remote(args.dataset, data_root,
-                                          str(stage_cache_root(args.work_dir))))
-    log_config(space.base, {"search_space": str(args.space)})
+def sweep(args: argparse.Namespace, space: SearchSpace, source: GraphSource,
+          work: Path) -> object:
+    """Loads the graph once and runs the trials; the sweep run holds only
+    the fixed settings as params, the searched ones as its space."""
+    import mlflow
+    import ray
+    from ray import tune
+
+    from components.tracking import log_config
+    from components.train import checkpoint_root
+    from pipelines.stages import load
+
+    dataset = load(args, source)
+    log_config(space.base, {"search_space": str(args.space), "searched": ",".join(space.searched)},
+               exclude=space.searched)
     mlflow.log_text(args.space.read_text(), "search_space.yaml")
     options = {"tracking_uri": mlflow.get_tracking_uri(),
                "checkpoints": str(checkpoint_root(args.work_dir)),
@@ -133,12 +150,23 @@ def sweep(args: argparse.Namespace, space: SearchSpace, work: Path) -> tune.Resu
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    space = prepare(lambda: SearchSpace(args.space, args.dataset, args.overrides),
-                    worker_group(args))
-    if space is None:
+    try:
+        source = graph_source(args)
+        space = SearchSpace(args.space, source, args.overrides)
+    except PLNLPError as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
-    outcome = execute(args.experiment or f"plnlp-{args.dataset}-tune", f"{args.dataset}-sweep",
-                      args.work_dir, lambda work: record_best(sweep(args, space, work)))
+    import mlflow
+
+    from pipelines.console import quiet_console
+    from pipelines.job import execute, prepare
+
+    if prepare(lambda: space, worker_group(args)) is None:
+        return 2
+    quiet_console(args.verbose)
+    outcome = execute(args.experiment or f"plnlp-{source.info.name}-tune",
+                      f"{source.info.name}-sweep", args.work_dir,
+                      lambda work: record_best(sweep(args, space, source, work)))
     if outcome is None:
         return 1
     run_id, best = outcome
@@ -147,8 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def record_best(results: tune.ResultGrid) -> tune.Result:
+def record_best(results: object) -> object:
     """Logs the best trial's final metrics and settings to the sweep run."""
+    import mlflow
+
     best = results.get_best_result()
     if best.error is not None:
         raise best.error

@@ -122,6 +122,51 @@ def load_own_graph(
     return OwnGraph(link_split, node_ids, report)
 
 
+def describe_own_graph(
+    path: str | Path, directed: bool = False, features: str | Path | None = None,
+    hits_k: Sequence[int] = (20, 50, 100),
+) -> DatasetInfo:
+    """The :class:`DatasetInfo` :func:`load_own_graph` will give ``path``,
+    from the files' headers alone, so settings can be checked against it
+    before anything is read."""
+    path = Path(path)
+    if path.is_dir():
+        edges, *_ = (_part_file(path, part) for part in SPLIT_PARTS)
+    else:
+        edges = path
+    columns = _column_types(edges, "edge list")
+    missing = [name for name in ("src", "dst") if name not in columns]
+    if missing:
+        raise PLNLPError(f"{edges} has no column {', '.join(missing)} (its columns: "
+                         f"{', '.join(columns)}); name its columns src, dst, in a header line "
+                         "for a CSV.")
+    feature_dim = 0
+    if features is not None:
+        feature_dim = sum(1 for name, kind in _column_types(Path(features), "node feature")
+                          .items() if name != "id" and _numeric(kind))
+    name = path.resolve().name if path.is_dir() else path.stem
+    return DatasetInfo(name, name, "auc", directed, feature_dim,
+                       edge_weights="weight" in columns, hits_k=tuple(hits_k))
+
+
+def _column_types(path: Path, role: str) -> dict[str, pa.DataType]:
+    """The columns and types of a CSV's first block or a Parquet file's schema."""
+    if not path.is_file():
+        raise PLNLPError(f"the {role} file {path} does not exist; check the path.")
+    try:
+        if path.suffix.lower() == ".csv":
+            schema = pa_csv.open_csv(path).schema
+        elif path.suffix.lower() == ".parquet":
+            schema = pq.read_schema(path)
+        else:
+            raise PLNLPError(f"the {role} file {path} is neither .csv nor .parquet; save it as "
+                             "one of them.")
+    except (pa.ArrowException, OSError) as error:
+        raise PLNLPError(f"the {role} file {path} could not be read as {path.suffix[1:]} "
+                         f"({_first_line(error)}); fix or export it again.") from error
+    return dict(zip(schema.names, schema.types, strict=True))
+
+
 def parse_split(spec: str) -> tuple[str, tuple[float, float, float]]:
     """The kind (``random`` or ``time``) and the train, valid and test
     fractions of a split spec such as ``random:0.85,0.05,0.10``."""

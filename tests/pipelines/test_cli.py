@@ -81,3 +81,23 @@ def test_a_gpu_preset_asks_at_a_terminal_and_stops_unless_told_yes(monkeypatch, 
     assert main(["--dataset", "ddi"]) == 2
     assert "Run it on CPUs anyway? [y/N]" in asked[0]
     assert "add --yes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("script", "argv"), [
+    ("pipelines.run", ["--help"]),
+    ("pipelines.run", ["--dataset", "ddi", "--set", "encoder=gin"]),
+    ("pipelines.run", ["--dataset", "ddi"]),  # a GPU preset refused on CPUs
+    ("pipelines.tune", ["--dataset", "ddi", "--space", "tune_spaces/ddi.yaml", "--set", "lr=x"]),
+])
+def test_help_and_refusals_import_neither_ray_nor_mlflow(script, argv):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    probe = (f"import sys\nfrom {script} import main\n"
+             f"try:\n    code = main({argv!r})\nexcept SystemExit as exit:\n    code = exit.code\n"
+             "print(code, 'ray' in sys.modules, 'mlflow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, capture_output=True,
+                         text=True, timeout=120, stdin=subprocess.DEVNULL).stdout.split()
+    assert out[-3:] == ["0" if "--help" in argv else "2", "False", "False"]

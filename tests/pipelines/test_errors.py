@@ -70,6 +70,14 @@ def failure(expected: str, test: str) -> Entry:
     return Entry(expected, 1, "FAILED", test)
 
 
+def resume(expected: str) -> Entry:
+    return Entry(expected, 2, "none", "test_resume_refuses_a_run_it_cannot_go_on_with")
+
+
+def own_graph(expected: str) -> Entry:
+    return failure(expected, "test_a_bad_graph_of_ones_own_fails_the_load")
+
+
 ENTRIES: dict[str, Entry] = {
     # names and settings
     "unknown-dataset": settings("unknown dataset 'cora'; choose one of: citation2, collab, ddi"),
@@ -113,6 +121,22 @@ ENTRIES: dict[str, Entry] = {
     "workers-exceed-gpus": service("1 workers need 1 GPUs but the Ray cluster has 0; lower "
                                    "--num-workers or drop --use-gpu.",
                                    "test_a_worker_group_the_cluster_cannot_hold_is_refused"),
+    # graphs of one's own, before anything starts
+    "own-file-missing": settings("the edge list file"),
+    "own-missing-columns": settings("has no column src, dst (its columns: from, to); name its "
+                                    "columns src, dst"),
+    "own-split-folder-part": settings("has 0 test files; give it exactly one, test.csv or "
+                                      "test.parquet."),
+    "own-split-spec": settings("split 'random:0.5,0.5' does not parse;"),
+    "own-split-fractions": settings("split 'random:0.9,0.2,0.1' needs three positive fractions "
+                                    "that sum to 1"),
+    "own-hits-k": settings("--hits-k '20,x' is not a list of positive integers"),
+    "unknown-model": settings("unknown model 'heuristic:katz'; choose plnlp or one of:"),
+    # --resume
+    "resume-missing-run": resume("there is no MLflow run 0123456789abcdef at sqlite:"),
+    "resume-other-dataset": resume("trained collab, not ddi; resume it with --dataset collab."),
+    "resume-finished": resume("has already finished; start a new run instead of --resume."),
+    "resume-other-shape": resume("holds a model of another shape ("),
     # search spaces (pipelines/tune.py)
     "space-metric-missing": service("needs `metric: <name>` and `mode: max|min`.",
                                     "test_bad_search_spaces_are_refused"),
@@ -193,6 +217,16 @@ ENTRIES: dict[str, Entry] = {
     "sampler-too-dense": failure("found no non-edge among all pairs; the graph is too dense for "
                                  "this sampler.",
                                  "test_a_graph_too_dense_to_sample_fails_the_run"),
+    "own-empty": own_graph("is empty; it needs a header and at least one row."),
+    "own-too-few-edges": own_graph("has 1 edge(s) once self-loops and duplicates are dropped, "
+                                   "too few to put one in each of train, valid and test"),
+    "own-bad-weights": own_graph("holds values that are not numbers of at least 0; fix them, or "
+                                 "drop the column to weigh every edge 1."),
+    "own-bad-labels": own_graph("holds values other than 0 and 1; mark positive pairs 1 and "
+                                "negative pairs 0."),
+    "own-features-uncovered": own_graph("has no row for 1 of the graph's 60 node ids (e.g. 59); "
+                                        "add a row for every node id."),
+    "own-no-time": own_graph("a time split needs a time column, and"),
     "stage-cache-unreadable": Entry("is unreadable; delete", None, "none",
                                     "test_library_safety_nets_raise_plnlp_error"),
     "weighted-loss-without-weights": Entry("loss 'weighted_hinge_auc' needs a weight per "
@@ -304,7 +338,25 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
     "workers-below-one": lambda _: ["--dataset", "ddi", "--preset", "smoke", "--num-workers", "0"],
     "gpu-preset-on-cpu": lambda _: ["--dataset", "ddi"],
     "max-failures-negative": lambda _: ["--dataset", "ddi", "--max-failures", "-1"],
+    "own-file-missing": lambda tmp: ["--dataset", str(tmp / "missing.csv")],
+    "own-missing-columns": lambda tmp: ["--dataset", str(write(tmp / "g.csv", "from,to\n1,2\n"))],
+    "own-split-folder-part": lambda tmp: ["--dataset", str(split_folder_without_test(tmp))],
+    "own-split-spec": lambda tmp: ["--dataset", str(write(tmp / "g.csv", "src,dst\n1,2\n")),
+                                   "--split", "random:0.5,0.5"],
+    "own-split-fractions": lambda tmp: ["--dataset", str(write(tmp / "g.csv", "src,dst\n1,2\n")),
+                                        "--split", "random:0.9,0.2,0.1"],
+    "own-hits-k": lambda tmp: ["--dataset", str(write(tmp / "g.csv", "src,dst\n1,2\n")),
+                               "--hits-k", "20,x"],
+    "unknown-model": lambda _: ["--dataset", "ddi", "--model", "heuristic:katz"],
 }
+
+
+def split_folder_without_test(tmp: Path) -> Path:
+    folder = tmp / "split"
+    folder.mkdir()
+    for part in ("train", "valid"):
+        write(folder / f"{part}.csv", "src,dst,label\n1,2,1\n")
+    return folder
 
 
 @pytest.mark.parametrize("entry_id", SETTINGS)
@@ -880,7 +932,7 @@ def test_an_interrupt_swallowed_by_a_library_still_kills_the_run(mlflow_store, n
 
 def test_an_interrupt_before_the_run_records_nothing(tmp_path, mlflow_store, no_ray_shutdown,
                                                      capsys):
-    from components.train import WorkerGroup
+    from components.workers import WorkerGroup
 
     with pytest.raises(SystemExit) as exited:
         job.prepare(lambda: interrupt_self(signal.SIGINT), WorkerGroup())
@@ -991,3 +1043,71 @@ def test_two_pipelines_at_once_against_the_default_sqlite_file_both_finish(tmp_p
     runs = client.search_runs([client.get_experiment_by_name("plnlp-ddi").experiment_id])
     assert sorted((r.info.status, r.data.params["seed"]) for r in runs) == [
         ("FINISHED", "0"), ("FINISHED", "1")]
+
+
+# Graphs of one's own, found by the load stage -------------------------------------------------
+
+def ring_edges(count: int) -> str:
+    return "".join(f"{i},{(i + 1) % count}\n" for i in range(count))
+
+
+BAD_GRAPHS: dict[str, Callable[[Path], list[str]]] = {
+    "own-empty": lambda tmp: [str(write(tmp / "g.csv", "src,dst\n"))],
+    "own-too-few-edges": lambda tmp: [str(write(tmp / "g.csv", "src,dst\n1,2\n"))],
+    "own-bad-weights": lambda tmp: [str(write(tmp / "g.csv", "src,dst,weight\n" + "".join(
+        f"{i},{i + 1},{-1 if i == 3 else 1}\n" for i in range(40))))],
+    "own-bad-labels": lambda tmp: [str(labelled_folder(tmp))],
+    "own-features-uncovered": lambda tmp: [
+        str(write(tmp / "g.csv", "src,dst\n" + ring_edges(60))), "--node-features",
+        str(write(tmp / "f.csv", "id,a\n" + "".join(f"{i},0.5\n" for i in range(59)))),
+        "--set", "node_input=both"],
+    "own-no-time": lambda tmp: [str(write(tmp / "g.csv", "src,dst\n" + ring_edges(40))),
+                                "--split", "time:0.8,0.1,0.1"],
+}
+
+
+def labelled_folder(tmp: Path) -> Path:
+    folder = tmp / "split"
+    folder.mkdir()
+    write(folder / "train.csv", "src,dst\n" + ring_edges(30))
+    write(folder / "valid.csv", "src,dst,label\n0,5,1\n0,9,0\n")
+    write(folder / "test.csv", "src,dst,label\n1,5,1\n1,9,2\n")
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry_id", BAD_GRAPHS)
+def test_a_bad_graph_of_ones_own_fails_the_load(entry_id, ray_session, mlflow_store, tmp_path,
+                                                capsys):
+    dataset, *flags = BAD_GRAPHS[entry_id](tmp_path)
+    code = run_main(["--dataset", dataset, *flags, *STANDIN])
+    line = assert_refused(entry_id, code, capsys.readouterr().err,
+                          "test_a_bad_graph_of_ones_own_fails_the_load")
+    runs = MlflowClient(mlflow_store).search_runs(
+        [e.experiment_id for e in MlflowClient(mlflow_store).search_experiments()])
+    assert [run.info.status for run in runs] == ["FAILED"]
+    assert runs[0].data.tags[FAILURE_TAG] == line.removeprefix("error: ")
+
+
+# --resume -------------------------------------------------------------------------------------
+
+def resume_case(entry_id: str, tmp_path: Path) -> list[str]:
+    """The command of ``entry_id``, with the MLflow run it resumes recorded."""
+    from tests.pipelines.resume_runs import CONFIG, recorded_run, shapes_checkpoint
+
+    if entry_id == "resume-missing-run":
+        return ["--dataset", "ddi", "--resume", "0123456789abcdef"]
+    if entry_id == "resume-other-dataset":
+        return ["--dataset", "ddi", "--resume", recorded_run(CONFIG.replace(dataset="collab"))]
+    if entry_id == "resume-finished":
+        return ["--dataset", "ddi", "--resume", recorded_run(CONFIG, status="FINISHED")]
+    run_id = recorded_run(CONFIG, checkpoint=shapes_checkpoint(tmp_path, CONFIG))
+    return ["--dataset", "ddi", "--resume", run_id, "--set", "hidden_channels=16"]
+
+
+@pytest.mark.parametrize("entry_id", ["resume-missing-run", "resume-other-dataset",
+                                      "resume-finished", "resume-other-shape"])
+def test_resume_refuses_a_run_it_cannot_go_on_with(entry_id, mlflow_store, tmp_path, capsys):
+    code = run_main(resume_case(entry_id, tmp_path))
+    assert_refused(entry_id, code, capsys.readouterr().err,
+                   "test_resume_refuses_a_run_it_cannot_go_on_with")

@@ -1,0 +1,30 @@
+"""The Ray Train worker group a training run asks for."""
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # Ray is imported only where a group is built
+    import ray.train
+
+
+@dataclass(frozen=True)
+class WorkerGroup:
+    """The DDP workers of one training run: ``num_workers`` workers, each
+    holding ``cpus_per_worker`` CPUs (torch uses that many threads) and one
+    GPU with ``use_gpu``."""
+
+    num_workers: int = 1
+    cpus_per_worker: int = 1
+    use_gpu: bool = False
+
+    def resources(self) -> dict[str, float]:
+        """What the whole group holds of the cluster."""
+        return {name: amount * self.num_workers for name, amount in self.per_worker().items()}
+
+    def per_worker(self) -> dict[str, float]:
+        return {"CPU": self.cpus_per_worker, **({"GPU": 1} if self.use_gpu else {})}
+
+    def scaling_config(self) -> "ray.train.ScalingConfig":
+        import ray.train
+
+        return ray.train.ScalingConfig(num_workers=self.num_workers, use_gpu=self.use_gpu,
+                                       resources_per_worker=self.per_worker())
