@@ -1,3 +1,5 @@
+import functools
+
 import torch
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv
@@ -8,7 +10,8 @@ from plnlp_core.registry import Registry
 
 ENCODERS: Registry[type[nn.Module] | None] = Registry("encoder")
 ENCODERS.register("sage")(SymmetricSAGEConv)
-ENCODERS.register("gcn")(GCNConv)
+# The adjacency never changes within a model's life: GCN normalises it once.
+ENCODERS.register("gcn")(functools.partial(GCNConv, cached=True))
 ENCODERS.register("gat")(GATConv)
 ENCODERS.register("none")(None)
 
