@@ -13,6 +13,7 @@ import ray.train
 import ray.train.torch
 import torch
 import torch.distributed as dist
+from ray.util.debug import log_once
 
 from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
 from components.parquet_io import pairs_table, read_split
@@ -57,6 +58,7 @@ def positives_datasets(
     holding a copy; they read before training starts, while the workers do
     not yet hold the cluster's CPUs."""
     ray.data.DataContext.get_current().enable_progress_bars = False
+    log_once("ray_data_progress_manager_disabled")  # Ray Data would say so once, in a warning
     if config.walk_positives == "walks":
         return {}
     if uses_training_edges_as_is(config):

@@ -1,6 +1,7 @@
 """What every command line shares: refuse bad input and unreachable
 services before any work, run the job inside one MLflow run, record a
 failure as a FAILED run and an interrupt as a KILLED one."""
+import logging
 import re
 import shutil
 import sys
@@ -24,12 +25,12 @@ T = TypeVar("T")
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 
 
-def prepare(validate: Callable[[], T], workers: WorkerGroup) -> T | None:
+def prepare(validate: Callable[[], T], workers: WorkerGroup, verbose: bool = True) -> T | None:
     """Checks that the MLflow store can be written, runs ``validate``,
     starts or joins Ray (see :func:`connect_ray`) and checks the worker
-    group fits; on bad input prints one ``error:`` line and returns
-    ``None``. SIGINT or SIGTERM meanwhile stops the process (see
-    :func:`pipelines.interrupts.stop`)."""
+    group fits (Ray's driver logging its info lines only when ``verbose``);
+    on bad input prints one ``error:`` line and returns ``None``. SIGINT or
+    SIGTERM meanwhile stops the process (see :func:`pipelines.interrupts.stop`)."""
     guard = SignalGuard()
     try:
         with guard:
@@ -37,7 +38,7 @@ def prepare(validate: Callable[[], T], workers: WorkerGroup) -> T | None:
             value = validate()
             if workers.num_workers < 1 or workers.cpus_per_worker < 1:
                 raise PLNLPError("--num-workers and --cpus-per-worker must be at least 1.")
-            connect_ray()
+            connect_ray(logging.INFO if verbose else logging.WARNING)
             check_resources(workers)
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipelines.console import print_summary, quiet_console
     from pipelines.job import execute, prepare
 
-    if prepare(lambda: plan, worker_group(args)) is None:
+    if prepare(lambda: plan, worker_group(args), args.verbose) is None:
         return 2
     quiet_console(args.verbose)
     experiment = args.experiment or f"plnlp-{plan.source.info.name}"

@@ -3,6 +3,7 @@ store (before Ray starts) and the Ray cluster ``RAY_ADDRESS`` names. Each
 problem is one :class:`PLNLPError` sentence that names the address and the
 fix; every probe gives up within :data:`PROBE_TIMEOUT_S` seconds."""
 import fcntl
+import logging
 import os
 import socket
 import tempfile
@@ -169,15 +170,15 @@ def tracking_store_lock(uri: str) -> Iterator[None]:
 
 # Ray ----------------------------------------------------------------------------------------
 
-def connect_ray() -> None:
+def connect_ray(logging_level: int = logging.INFO) -> None:
     """Starts or joins Ray as ``ray.init`` does (``RAY_ADDRESS``, else a
-    local Ray), after :func:`check_ray_address`; a connection Ray refuses
-    becomes one sentence."""
+    local Ray), after :func:`check_ray_address`, its driver logging at
+    ``logging_level``; a connection Ray refuses becomes one sentence."""
     address = os.environ.get("RAY_ADDRESS", "").strip()
     check_ray_address(address)
     shown = f"RAY_ADDRESS={address}" if address else "the local Ray"
     try:
-        ray.init(ignore_reinit_error=True)
+        ray.init(ignore_reinit_error=True, logging_level=logging_level)
     except ray.exceptions.AuthenticationError as error:
         raise PLNLPError(f"Ray refused to connect to {shown} ({_first_line(error)}); "
                          f"{TOKEN_FIX}.") from error

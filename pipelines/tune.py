@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipelines.console import quiet_console
     from pipelines.job import execute, prepare
 
-    if prepare(lambda: space, worker_group(args)) is None:
+    if prepare(lambda: space, worker_group(args), args.verbose) is None:
         return 2
     quiet_console(args.verbose)
     outcome = execute(args.experiment or f"plnlp-{source.info.name}-tune",
