@@ -18,7 +18,8 @@ times full-size batches of its step, extrapolated to an epoch:
   ranked, as a plain implementation does, and our speed over it;
 - peak memory: the resident set size (and on CUDA the allocator's peak).
 
-Then random-walk steps per second and Parquet write and read MB/s, and,
+Then the classic heuristics' seconds and memory on the ppa stand-in,
+random-walk steps per second and Parquet write and read MB/s, and,
 where Ray and MLflow are installed, the pipeline's overhead: the training
 loop's seconds through ``pipelines/run.py`` over the same config's ``fit`` in
 this process, with Ray's start, the worker group's start and the rest of the
@@ -41,11 +42,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import torch
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a clone without installing
 
+from pipelines.cli import load_preset  # noqa: E402
 from plnlp_core.config import PLNLPConfig  # noqa: E402
 from plnlp_core.datasets import DATASETS, LinkSplit, load_ogb, resolve_data_root  # noqa: E402
 from plnlp_core.errors import PLNLPError  # noqa: E402
@@ -57,11 +58,11 @@ from plnlp_core.experiment import (  # noqa: E402
     build_walk_rounds,
     fit,
 )
+from plnlp_core.heuristics import HEURISTICS, heuristic_metrics  # noqa: E402
 from plnlp_core.random_walk import random_walk_pairs, walk_starts  # noqa: E402
 from plnlp_core.standins import cached_standin, standin_size  # noqa: E402
 from plnlp_core.training import StepOptions, draw_batch, train_step  # noqa: E402
 
-PRESETS = ROOT / "pipelines" / "presets"
 MIB = 2**20
 
 
@@ -227,9 +228,8 @@ def data_root(workload: Workload, args: argparse.Namespace) -> Path:
 
 
 def preset_config(workload: Workload) -> PLNLPConfig:
-    presets = yaml.safe_load((PRESETS / f"{workload.dataset}.yaml").read_text())
-    config = PLNLPConfig.from_mapping({**presets[workload.preset], **workload.overrides,
-                                       "dataset": workload.dataset})
+    config = PLNLPConfig.from_mapping({**load_preset(workload.dataset, workload.preset),
+                                       **workload.overrides, "dataset": workload.dataset})
     config.validate()
     return config
 
@@ -364,6 +364,25 @@ def bench_walks_and_parquet(split: LinkSplit, quick: bool) -> dict:
             "parquet_write_mb_per_s": mb / write_s, "parquet_read_mb_per_s": mb / read_s}
 
 
+# Heuristics ------------------------------------------------------------------------
+
+def bench_heuristics(split: LinkSplit, name: str) -> dict:
+    """Seconds and peak memory of scoring ``split``'s valid and test pairs with
+    each classic heuristic (common neighbours, Adamic-Adar, resource allocation)."""
+    rows = []
+    for heuristic in HEURISTICS.names:
+        with PeakMemory(torch.device("cpu")) as memory:
+            seconds, metrics = timed(torch.device("cpu"),
+                                     lambda h=heuristic: heuristic_metrics(h, split))
+        pairs = sum(getattr(split, part).size(0)
+                    for part in ("valid_pos", "valid_neg", "test_pos", "test_neg"))
+        main = f"test_{split.info.main_metric_key}"
+        rows.append({"graph": name, "heuristic": heuristic, "seconds": seconds,
+                     "pairs_per_s": pairs / seconds, "peak_rss_mib": memory.rss / MIB,
+                     main: metrics[main]})
+    return {"graph": name, "rows": rows}
+
+
 # The pipeline ----------------------------------------------------------------------
 
 def bench_pipeline(args: argparse.Namespace, split: LinkSplit) -> dict | None:
@@ -458,6 +477,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  done {workload.name}", file=sys.stderr, flush=True)
             gc.collect()
         ddi = splits["ddi-real"]
+        ppa_key = next(key for key in splits if key.startswith("ppa-"))
+        report["heuristics"] = bench_heuristics(splits[ppa_key], f"ppa stand-in ({ppa_key[4:]})")
         report["walks"] = bench_walks_and_parquet(ddi, args.quick)
         report["pipeline"] = None if args.skip_pipeline else bench_pipeline(args, ddi)
     except PLNLPError as error:
@@ -469,6 +490,11 @@ def main(argv: list[str] | None = None) -> int:
         print(format_rows(["workload", *PHASES, "total"], [
             [r["workload"], *(f"{r['phases_ms'][p]:.1f}" for p in PHASES),
              f"{sum(r['phases_ms'].values()):.1f}"] for r in report["training"]]))
+    heuristics = report["heuristics"]
+    print(f"\nheuristics on the {heuristics['graph']}, valid and test pairs scored")
+    print(format_rows(["heuristic", "seconds", "pairs/s", "peak RSS MiB", "test hits@100"], [
+        [r["heuristic"], f"{r['seconds']:.1f}", f"{r['pairs_per_s']:,.0f}",
+         f"{r['peak_rss_mib']:,.0f}", f"{r['test_hits_100']:.4f}"] for r in heuristics["rows"]]))
     walks = report["walks"]
     print(f"\nrandom walks {walks['walk_steps_per_s'] / 1e6:.1f} M steps/s; Parquet "
           f"{walks['parquet_mb']:.0f} MB written at {walks['parquet_write_mb_per_s']:.0f} MB/s, "

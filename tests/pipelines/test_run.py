@@ -34,6 +34,7 @@ def test_standin_pipeline_with_random_walks_and_two_runs_lands_in_mlflow(
     for key in ("final_test_hits_20_mean", "final_test_hits_20_std", "final_valid_hits_20_mean"):
         assert 0.0 <= parent.data.metrics[key] <= 1.0
     assert sorted(c.data.params["seed"] for c in children) == ["0", "1"]
+    assert "seeds_valid_curve.png" in {a.path for a in client.list_artifacts(parent.info.run_id)}
     for child in children:
         history = client.get_metric_history(child.info.run_id, "valid_hits_20")
         assert [m.step for m in history] == [1, 2, 3]
