@@ -4,6 +4,7 @@ whole batch (train_step scales the local sum by world_size and adds L2 once)."""
 import datetime
 import faulthandler
 import os
+import time
 import traceback
 from pathlib import Path
 
@@ -99,13 +100,16 @@ def worker(rank: int, world_size: int, port: int, initial: str, out_dir: str,
             raise
         finally:
             faulthandler.cancel_dump_traceback_later()
+    (Path(out_dir) / f"rank{rank}.done").touch()
 
 
 def run_workers(world_size: int, initial: Path, out_dir: Path,
                 clip: float | None = None) -> list[dict]:
     """Spawns ``world_size`` workers and returns each one's final state.
     The rendezvous store lives here, on a port the OS picks, so no other
-    program can take the port between choosing and binding it."""
+    program can take the port between choosing and binding it. A worker that
+    finished its work but hangs in interpreter teardown (gloo's threads, seen
+    on a loaded 2-core machine) is stopped and counted as finished."""
     context = mp.get_context("spawn")
     store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, wait_for_workers=False)
     port = store.port
@@ -115,15 +119,22 @@ def run_workers(world_size: int, initial: Path, out_dir: Path,
                  for rank in range(world_size)]
     for process in processes:
         process.start()
+    deadline = time.monotonic() + WORKER_TIMEOUT_S + 30
+    while time.monotonic() < deadline and any(
+            p.is_alive() and not (out_dir / f"rank{r}.done").exists()
+            for r, p in enumerate(processes)):
+        time.sleep(0.2)
     for process in processes:
-        process.join(timeout=WORKER_TIMEOUT_S + 30)
+        process.join(timeout=10)
+    finished = [(out_dir / f"rank{rank}.done").exists() for rank in range(world_size)]
     for process in processes:
         if process.is_alive():
             process.terminate()
             process.join()
     del store
     errors = "\n".join(p.read_text() for p in sorted(out_dir.glob("*.err")))
-    codes = [p.exitcode for p in processes]
+    codes = [0 if done and p.exitcode == -15 else p.exitcode
+             for done, p in zip(finished, processes, strict=True)]
     assert codes == [0] * world_size, f"DDP workers exited with {codes}:\n{errors}"
     return [torch.load(out_dir / f"rank{rank}.pt", weights_only=True)
             for rank in range(world_size)]
