@@ -200,9 +200,9 @@ class EpochReporter:
                   flush=True)
 
     def __call__(self, result: EpochResult) -> None:
-        loss = self._global_loss(result.train_loss)
-        metrics = {"epoch": result.epoch, "train_loss": loss, "epoch_seconds": result.seconds,
-                   **result.metrics}
+        loss, gap = self._global_mean(result.train_loss, result.score_gap)
+        metrics = {"epoch": result.epoch, "train_loss": loss, "train_score_gap": gap,
+                   "epoch_seconds": result.seconds, **result.metrics}
         if self.rank == 0:
             self.history.append(metrics)
             self.pending.append(metrics)
@@ -231,12 +231,13 @@ class EpochReporter:
             ray.train.report(report, checkpoint=ray.train.Checkpoint.from_directory(directory))
         self.pending, self.restored_from = [], None
 
-    def _global_loss(self, loss: float) -> float:
+    def _global_mean(self, *values: float) -> list[float]:
+        """Each value's mean over the workers."""
         if self.world_size == 1:
-            return loss
-        total = torch.tensor([loss], dtype=torch.float64, device=ray.train.torch.get_device())
+            return list(values)
+        total = torch.tensor(values, dtype=torch.float64, device=ray.train.torch.get_device())
         dist.all_reduce(total)  # on the workers' device: NCCL takes no CPU tensors
-        return float(total) / self.world_size
+        return (total / self.world_size).tolist()
 
     def _print(self, metrics: dict[str, float]) -> None:
         """``epoch 12/500  loss 0.41234  valid_hits_20 0.6123  test_hits_20

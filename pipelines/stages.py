@@ -43,6 +43,7 @@ def train_and_evaluate(
     ``final_*`` metrics. Training checkpoints go to ``checkpoints/<run id>``
     (the run's ``plnlp.checkpoints`` tag), kept until the run finishes so
     that ``--resume`` can go on from them."""
+    config.validate_graph(dataset.meta.num_nodes)
     cache_root = str(Path(dataset.directory).parent)  # walks are cached beside their splits
     walks = augment(dataset, config, cache_root) if config.uses_random_walk else None
     run_id = mlflow.active_run().info.run_id

@@ -47,6 +47,9 @@ class PLNLPConfig:
     num_neg: int = 1
     negatives: str = "shared"
     degree_power: float = 0.0
+    candidate_pool: int = 32  # hard and adversarial samplers
+    generator_dim: int = 64  # adversarial sampler
+    generator_lr: float = 0.01
     # random-walk augmentation (§4.5); walk_length 0 turns it off
     walk_length: int = 0
     walk_starts: str = "all"
@@ -115,7 +118,7 @@ class PLNLPConfig:
         for key in ("embedding_dim", "hidden_channels", "encoder_layers", "predictor_hidden",
                     "predictor_layers", "num_neg", "epochs", "batch_size", "eval_every",
                     "eval_batch_size", "walk_rounds", "max_batches_per_epoch",
-                    "checkpoint_every"):
+                    "checkpoint_every", "candidate_pool", "generator_dim"):
             if getattr(self, key) is not None and getattr(self, key) < 1:
                 raise PLNLPError(f"{key} must be at least 1, got {getattr(self, key)}.")
         if self.clip_grad_norm is not None and self.clip_grad_norm <= 0:
@@ -124,8 +127,8 @@ class PLNLPConfig:
         for key in ("dropout", "predictor_dropout"):
             if not 0.0 <= getattr(self, key) < 1.0:
                 raise PLNLPError(f"{key} must be in [0, 1), got {getattr(self, key)}.")
-        for key in ("lr", "l2"):
-            if getattr(self, key) < 0 or (key == "lr" and self.lr == 0):
+        for key in ("lr", "l2", "generator_lr"):
+            if getattr(self, key) < 0 or (key != "l2" and getattr(self, key) == 0):
                 raise PLNLPError(f"{key} must be positive, got {getattr(self, key)}.")
         if self.walk_length < 0:
             raise PLNLPError(f"walk_length must be 0 (off) or positive, got {self.walk_length}.")
@@ -136,6 +139,14 @@ class PLNLPConfig:
             )
         self._validate_against(info)
         return info
+
+    def validate_graph(self, num_nodes: int) -> None:
+        """Refuses settings the loaded graph cannot serve, before training."""
+        if SAMPLERS.get(self.sampler).guided and self.candidate_pool >= num_nodes:
+            raise PLNLPError(
+                f"candidate_pool {self.candidate_pool} does not fit a graph of {num_nodes} "
+                f"nodes; set candidate_pool between 1 and {num_nodes - 1}."
+            )
 
     def _validate_against(self, info: DatasetInfo) -> None:
         if self.node_input != "embedding" and info.feature_dim == 0:

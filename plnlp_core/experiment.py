@@ -106,18 +106,21 @@ def build_sampler(
     observed, _ = input_edges(split, config)
     edge_set = EdgeSet(observed, split.num_nodes, undirected=not split.info.directed)
     edge_set.to(device or "cpu")
-    return SAMPLERS.get(config.sampler).from_graph(edge_set, graph.degree, config.degree_power)
+    return SAMPLERS.get(config.sampler).from_settings(edge_set, graph.degree, config)
 
 
 @dataclass
 class EpochResult:
-    """What one epoch produced. ``metrics`` is empty on epochs without
-    evaluation; ``best_state`` is set when validation improved;
-    ``snapshot()`` captures the state to go on from after this epoch."""
+    """What one epoch produced. ``score_gap`` is the mean margin of
+    positives over their negatives in training (see :class:`RankingStats`);
+    ``metrics`` is empty on epochs without evaluation; ``best_state`` is set
+    when validation improved; ``snapshot()`` captures the state to go on
+    from after this epoch."""
 
     epoch: int
     train_loss: float
     seconds: float
+    score_gap: float = 0.0
     metrics: dict[str, float] = field(default_factory=dict)
     best_state: dict[str, Tensor] | None = None
     snapshot: Callable[[], FitState] | None = None
@@ -163,18 +166,19 @@ def fit(
     batch_size = max(config.batch_size // world_size, 1)
     result = FitResult()
     if resume is not None:
-        resume.restore(core, optimizer, schedule, generator)
+        resume.restore(core, optimizer, schedule, generator, sampler)
         result.best_epoch, result.best_metrics = resume.best_epoch, resume.best_metrics
         result.best_state = resume.best_state
     for epoch in range((resume.epoch if resume else 0) + 1, config.epochs + 1):
         start = time.perf_counter()
         positives, weights = graph.epoch_positives(epoch)
         batches = agreed_batches(positives, batch_size, config.max_batches_per_epoch, world_size)
-        loss = train_epoch(model, optimizer, x, graph.adj, positives, weights, sampler, options,
-                           batch_size, generator, batches)
+        stats = train_epoch(model, optimizer, x, graph.adj, positives, weights, sampler,
+                            options, batch_size, generator, batches)
         if schedule is not None:
             schedule.step()
-        epoch_result = EpochResult(epoch, loss, time.perf_counter() - start)
+        epoch_result = EpochResult(epoch, stats.loss, time.perf_counter() - start,
+                                   stats.score_gap)
         if rank == 0 and (epoch % config.eval_every == 0 or epoch == config.epochs):
             epoch_result.metrics = evaluate(core, split.info, x, graph.adj, eval_splits,
                                             config.eval_batch_size)
@@ -184,7 +188,7 @@ def fit(
                 result.best_epoch, result.best_metrics = epoch, epoch_result.metrics
                 result.best_state = epoch_result.best_state
         epoch_result.snapshot = functools.partial(
-            FitState.capture, epoch, core, optimizer, schedule, generator,
+            FitState.capture, epoch, core, optimizer, schedule, generator, sampler,
             result.best_epoch, result.best_metrics, result.best_state)
         result.history.append(epoch_result)
         if on_epoch is not None:

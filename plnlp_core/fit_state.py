@@ -6,6 +6,8 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from plnlp_core.sampling import NegativeSampler
+
 STATE_FILE = "state.pt"
 
 
@@ -21,6 +23,8 @@ class FitState:
         rng (dict): This worker's random states: the sampling generator's
             (``"sampler"``), torch's CPU one (``"torch"``, dropout on CPU)
             and the current CUDA device's (``"cuda"``) where there is one.
+        sampler (dict): What this worker's negative sampler learned (the
+            adversarial sampler's generator; empty for the others).
         best_epoch (int): The best validation epoch so far (0: none).
         best_metrics (dict): Its metrics.
         best_state (dict, optional): The model's ``state_dict`` then.
@@ -31,6 +35,7 @@ class FitState:
     optimizer: dict
     schedule: dict | None
     rng: dict[str, Tensor]
+    sampler: dict
     best_epoch: int
     best_metrics: dict[str, float]
     best_state: dict[str, Tensor] | None
@@ -39,14 +44,16 @@ class FitState:
     def capture(
         cls, epoch: int, model: nn.Module, optimizer: torch.optim.Optimizer,
         schedule: torch.optim.lr_scheduler.LRScheduler | None, generator: torch.Generator,
-        best_epoch: int, best_metrics: dict[str, float], best_state: dict[str, Tensor] | None,
+        sampler: NegativeSampler, best_epoch: int, best_metrics: dict[str, float],
+        best_state: dict[str, Tensor] | None,
     ) -> "FitState":
         """A copy of the state now, safe to write while training goes on."""
         return cls(
             epoch=epoch, model=_cpu_copy(model.state_dict()),
             optimizer=_cpu_copy(optimizer.state_dict()),
             schedule=None if schedule is None else schedule.state_dict(),
-            rng=random_states(generator), best_epoch=best_epoch,
+            rng=random_states(generator), sampler=_cpu_copy(sampler.state_dict()),
+            best_epoch=best_epoch,
             best_metrics=dict(best_metrics),
             best_state=None if best_state is None else _cpu_copy(best_state),
         )
@@ -54,6 +61,7 @@ class FitState:
     def restore(
         self, model: nn.Module, optimizer: torch.optim.Optimizer,
         schedule: torch.optim.lr_scheduler.LRScheduler | None, generator: torch.Generator,
+        sampler: NegativeSampler,
     ) -> None:
         """Puts the state back into freshly built training objects."""
         model.load_state_dict(self.model)
@@ -61,19 +69,20 @@ class FitState:
         if schedule is not None and self.schedule is not None:
             schedule.load_state_dict(self.schedule)
         restore_random_states(self.rng, generator)
+        sampler.load_state_dict(self.sampler)
 
     def save(self, directory: Path, rank: int = 0) -> None:
         """Writes the shared state (rank 0) and this worker's random states
-        (``rng-<rank>.pt``: every worker draws its own negatives)."""
-        torch.save(self.rng, directory / f"rng-{rank}.pt")
+        and sampler (``rng-<rank>.pt``: every worker draws its own negatives)."""
+        torch.save({"rng": self.rng, "sampler": self.sampler}, directory / f"rng-{rank}.pt")
         if rank == 0:
-            torch.save({**vars(self), "rng": None}, directory / STATE_FILE)
+            torch.save({**vars(self), "rng": None, "sampler": None}, directory / STATE_FILE)
 
     @classmethod
     def load(cls, directory: Path, rank: int = 0) -> "FitState":
         """Reads what :meth:`save` wrote, tensors only (``weights_only``)."""
         values = torch.load(directory / STATE_FILE, map_location="cpu", weights_only=True)
-        values["rng"] = torch.load(directory / f"rng-{rank}.pt", weights_only=True)
+        values.update(torch.load(directory / f"rng-{rank}.pt", weights_only=True))
         return cls(**values)
 
 

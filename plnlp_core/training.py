@@ -6,7 +6,7 @@ from torch import Tensor, nn
 
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.losses import LOSSES, LossFn
-from plnlp_core.sampling import NegativeSampler, draw_negatives
+from plnlp_core.sampling import NegativeSampler, PairScorer, draw_negatives
 
 
 @dataclass
@@ -58,6 +58,22 @@ class StepOptions:
                    config.clip_grad_norm, world_size, config.precision)
 
 
+@dataclass(frozen=True)
+class RankingStats:
+    r"""How a step or an epoch ranked.
+
+    Attributes:
+        loss (float): The ranking loss (without L2): a step's sum over its
+            pairs, an epoch's mean per positive.
+        score_gap (float): The mean margin of positives over their
+            negatives, :math:`\frac{1}{mK}\sum_{i,t} s^+_i - s^-_{i,t}`; a
+            sampler whose negatives get harder makes it shrink.
+    """
+
+    loss: float
+    score_gap: float
+
+
 def draw_batch(
     pos: Tensor, weight: Tensor | None, sampler: NegativeSampler, num_neg: int,
     negatives: str = "shared", generator: torch.Generator | None = None,
@@ -70,7 +86,7 @@ def draw_batch(
 def train_step(
     model: nn.Module, optimizer: torch.optim.Optimizer, x: Tensor | None, adj: Tensor,
     batch: PairBatch, options: StepOptions,
-) -> float:
+) -> RankingStats:
     r"""One step on ``batch``: positives and the distinct negatives are
     scored together in one forward pass, each negative once, then the
     loss ranks every positive above its ``num_neg`` negatives,
@@ -89,14 +105,15 @@ def train_step(
     loss in fp32.
 
     Returns:
-        The loss of this worker's shard (unscaled, without L2).
+        The loss of this worker's shard (unscaled, without L2) and its score gap.
     """
     m = batch.pos.size(0)
     with torch.autocast(batch.pos.device.type, dtype=torch.bfloat16,
                         enabled=options.precision == "bf16"):
         scores = model(x, adj, torch.cat([batch.pos, batch.neg]))
     scores = scores.float()
-    ranking = options.loss_fn(scores[:m], scores[m:][batch.neg_index], batch.weight)
+    pos_score, neg_score = scores[:m], scores[m:][batch.neg_index]
+    ranking = options.loss_fn(pos_score, neg_score, batch.weight)
     loss = ranking * options.world_size
     if options.l2 > 0:
         loss = loss + options.l2 * sum(p.square().sum() for p in model.parameters())
@@ -106,30 +123,54 @@ def train_step(
         core = model.module if hasattr(model, "module") else model
         core.clip_gradients(options.clip_grad_norm)
     optimizer.step()
-    return float(ranking.detach())
+    gap = (pos_score.detach().unsqueeze(-1) - neg_score.detach()).mean()
+    loss_value, gap_value = torch.stack([ranking.detach(), gap]).tolist()
+    return RankingStats(loss_value, gap_value)
 
 
 def train_epoch(
     model: nn.Module, optimizer: torch.optim.Optimizer, x: Tensor | None, adj: Tensor,
     positives: Tensor, weights: Tensor | None, sampler: NegativeSampler, options: StepOptions,
     batch_size: int, generator: torch.Generator | None = None, max_batches: int | None = None,
-) -> float:
+) -> RankingStats:
     """One pass over ``positives`` in shuffled batches of ``batch_size``,
-    stopping after ``max_batches`` batches when given.
+    stopping after ``max_batches`` batches when given. A model-guided
+    sampler consults the model as it is before each step.
 
     Returns:
-        The mean ranking loss per positive pair trained on.
+        The ranking loss per positive pair trained on and the mean score
+        gap over the steps, weighted by their positives.
     """
     model.train()
-    total, seen = 0.0, 0
+    loss, gap, seen = 0.0, 0.0, 0
     order = torch.randperm(positives.size(0), generator=generator, device=positives.device)
     for index in order.split(batch_size)[:max_batches]:
         weight = None if weights is None else weights[index]
+        if sampler.guided:
+            sampler.observe(model_scorer(model, x, adj))
         batch = draw_batch(positives[index], weight, sampler, options.num_neg,
                            options.negatives, generator)
-        total += train_step(model, optimizer, x, adj, batch, options)
+        stats = train_step(model, optimizer, x, adj, batch, options)
+        loss += stats.loss
+        gap += stats.score_gap * index.numel()
         seen += index.numel()
-    return total / max(seen, 1)
+    return RankingStats(loss / max(seen, 1), gap / max(seen, 1))
+
+
+def model_scorer(model: nn.Module, x: Tensor | None, adj: Tensor) -> PairScorer:
+    """Scores pairs with ``model`` as it is now: without gradients and
+    without dropout (evaluation mode, restored afterwards)."""
+    core = model.module if hasattr(model, "module") else model
+
+    def score(pairs: Tensor) -> Tensor:
+        was_training = core.training
+        core.eval()
+        with torch.no_grad():
+            scores = core(x, adj, pairs)
+        core.train(was_training)
+        return scores.float()
+
+    return score
 
 
 def set_matmul_precision(precision: str) -> None:

@@ -1,10 +1,14 @@
 import functools
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from plnlp_core.edge_set import EdgeSet
 from plnlp_core.errors import PLNLPError
+
+if TYPE_CHECKING:
+    from plnlp_core.config import PLNLPConfig
 
 
 class NegativeSampler:
@@ -30,6 +34,7 @@ class NegativeSampler:
     """
 
     anchored = False
+    guided = False
     MISS_RATE = 1e-4
     MAX_CANDIDATES = 32
 
@@ -38,11 +43,18 @@ class NegativeSampler:
         self.num_nodes = edge_set.num_nodes
 
     @classmethod
-    def from_graph(
-        cls, edge_set: EdgeSet, degree: Tensor, degree_power: float,
+    def from_settings(
+        cls, edge_set: EdgeSet, degree: Tensor, settings: "PLNLPConfig",
     ) -> "NegativeSampler":
-        """Builds the sampler from what any sampler may need of the graph."""
+        """Builds the sampler from the graph and the experiment's settings."""
         return cls(edge_set)
+
+    def state_dict(self) -> dict:
+        """What the sampler learned, for a run that resumes (none here)."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Puts back what :meth:`state_dict` returned."""
 
     @functools.cached_property
     def candidates(self) -> int:

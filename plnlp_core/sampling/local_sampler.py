@@ -1,9 +1,14 @@
+from typing import TYPE_CHECKING
+
 import torch
 from torch import Tensor
 
 from plnlp_core.edge_set import EdgeSet
 from plnlp_core.sampling import SAMPLERS
 from plnlp_core.sampling.base import NegativeSampler
+
+if TYPE_CHECKING:
+    from plnlp_core.config import PLNLPConfig
 
 
 @SAMPLERS.register("local")
@@ -37,8 +42,9 @@ class LocalSampler(NegativeSampler):
         self.non_neighbour = self._verified_non_neighbours()
 
     @classmethod
-    def from_graph(cls, edge_set: EdgeSet, degree: Tensor, degree_power: float) -> "LocalSampler":
-        return cls(edge_set, degree, degree_power)
+    def from_settings(cls, edge_set: EdgeSet, degree: Tensor,
+                      settings: "PLNLPConfig") -> "LocalSampler":
+        return cls(edge_set, degree, settings.degree_power)
 
     def rejection_chances(self) -> tuple[Tensor, Tensor]:
         """Per anchor: the weight of its out-neighbours and itself among all

@@ -55,7 +55,7 @@ def test_replace_checks_the_changed_settings_too():
     ("encoder", "gin", "gat, gcn, none, sage"),
     ("predictor", "cosine", "bilinear, dot, mlp, mlp_concat"),
     ("loss", "bce", "auc, ce, hinge_auc, log_rank, weighted_hinge_auc"),
-    ("sampler", "uniform", "global, local"),
+    ("sampler", "uniform", "adversarial, global, hard, local"),
     ("node_input", "onehot", "embedding, features, both"),
     ("walk_starts", "some", "all, train_endpoints"),
 ])

@@ -4,6 +4,7 @@ their positive's anchor."""
 import pytest
 import torch
 
+from plnlp_core.config import PLNLPConfig
 from plnlp_core.edge_set import EdgeSet
 from plnlp_core.graph import build_adjacency
 from plnlp_core.sampling import SAMPLERS, draw_negatives
@@ -19,7 +20,8 @@ def ring_with_chords() -> torch.Tensor:
 
 def sampler_for(name: str, edges: torch.Tensor):
     _, degree = build_adjacency(edges, NUM_NODES)
-    return SAMPLERS.get(name).from_graph(EdgeSet(edges, NUM_NODES, undirected=True), degree, 0.0)
+    return SAMPLERS.get(name).from_settings(EdgeSet(edges, NUM_NODES, undirected=True), degree,
+                                             PLNLPConfig())
 
 
 def known_pairs(edges: torch.Tensor) -> set[tuple[int, int]]:

@@ -5,6 +5,7 @@ import itertools
 import pytest
 import torch
 
+from plnlp_core.config import PLNLPConfig
 from plnlp_core.edge_set import EdgeSet
 from plnlp_core.errors import PLNLPError
 from plnlp_core.graph import build_adjacency
@@ -28,7 +29,8 @@ def edge_pairs(edges: torch.Tensor) -> set[tuple[int, int]]:
 def make_sampler(name: str, edges: torch.Tensor, degree_power: float = 0.0):
     _, degree = build_adjacency(edges, NUM_NODES)
     edge_set = EdgeSet(edges, NUM_NODES, undirected=True)
-    return SAMPLERS.get(name).from_graph(edge_set, degree, degree_power)
+    settings = PLNLPConfig(degree_power=degree_power)
+    return SAMPLERS.get(name).from_settings(edge_set, degree, settings)
 
 
 def positives_of(edges: torch.Tensor, repeats: int) -> torch.Tensor:
@@ -115,13 +117,14 @@ def test_sampler_raises_plnlp_error_when_no_non_edge_exists(name):
     complete = torch.tensor(list(itertools.combinations(range(5), 2)))
     _, degree = build_adjacency(complete, 5)
     with pytest.raises(PLNLPError, match="no non-edge"):
-        SAMPLERS.get(name).from_graph(EdgeSet(complete, 5, undirected=True), degree, 0.0)
+        SAMPLERS.get(name).from_settings(EdgeSet(complete, 5, undirected=True), degree,
+                                         PLNLPConfig())
 
 
-def test_sampler_table_names_global_and_local():
+def test_sampler_table_names_every_sampler():
     assert SAMPLERS.get("global") is GlobalSampler
     assert SAMPLERS.get("local") is LocalSampler
-    with pytest.raises(PLNLPError, match="global, local"):
+    with pytest.raises(PLNLPError, match="adversarial, global, hard, local"):
         SAMPLERS.get("uniform")
 
 

@@ -151,7 +151,9 @@ def test_train_step_returns_the_unscaled_ranking_loss_without_l2():
     before = model.node_input.embedding.weight.detach().clone()
     options = StepOptions(LOSSES.get("auc"), l2=0.5, world_size=3)
     got = train_step(model, optimizer, None, adj, batch, options)
-    assert got == pytest.approx(expected.item())
+    assert got.loss == pytest.approx(expected.item())
+    gap = (scores[:2].unsqueeze(-1) - scores[2:][batch.neg_index]).mean()
+    assert got.score_gap == pytest.approx(gap.item())
     assert not torch.equal(model.node_input.embedding.weight, before)
 
 
@@ -240,12 +242,16 @@ def test_edge_endpoints_start_a_walk_from_both_ends_of_every_edge():
     assert walk_starts("all", 3, edges).tolist() == [0, 1, 2]
 
 
-def test_a_resumed_fit_ends_exactly_as_an_uninterrupted_one(ddi_standin_split, tmp_path):
+# the adversarial sampler learns a generator that the resumed run must restore
+@pytest.mark.parametrize("sampler", ["global", "adversarial"])
+def test_a_resumed_fit_ends_exactly_as_an_uninterrupted_one(ddi_standin_split, tmp_path,
+                                                            sampler):
     from plnlp_core.fit_state import FitState
 
     split = ddi_standin_split
     changes = dict(epochs=4, dropout=0.3, predictor="mlp", predictor_dropout=0.2,
-                   lr_decay="linear", num_neg=3, negatives="independent")
+                   lr_decay="linear", num_neg=3, negatives="independent", sampler=sampler,
+                   candidate_pool=4)
     whole_model, config, whole = small_fit(split, **changes)
 
     class Crash(Exception):
@@ -269,6 +275,7 @@ def test_a_resumed_fit_ends_exactly_as_an_uninterrupted_one(ddi_standin_split, t
     resumed = fit(fresh, config, split, graph, resume=state)
     assert [e.epoch for e in resumed.history] == [3, 4]
     assert [e.train_loss for e in resumed.history] == [e.train_loss for e in whole.history[2:]]
+    assert [e.score_gap for e in resumed.history] == [e.score_gap for e in whole.history[2:]]
     assert resumed.best_epoch == whole.best_epoch
     assert resumed.best_metrics == whole.best_metrics
     for key, value in whole_model.state_dict().items():

@@ -85,7 +85,7 @@ ENTRIES: dict[str, Entry] = {
     "unknown-encoder": settings("unknown encoder 'gin'; choose one of:"),
     "unknown-predictor": settings("unknown predictor 'cosine'; choose one of:"),
     "unknown-loss": settings("unknown loss 'mse'; choose one of:"),
-    "unknown-sampler": settings("unknown sampler 'adversarial'; choose one of:"),
+    "unknown-sampler": settings("unknown sampler 'uniform'; choose one of:"),
     "unknown-choice": settings("unknown lr_decay 'cosine'; choose one of: none, linear."),
     "no-scheduler-setting": settings("unknown setting 'scheduler'; valid settings are:"),
     "unknown-setting": settings("unknown setting 'batchsize'; valid settings are:"),
@@ -217,6 +217,9 @@ ENTRIES: dict[str, Entry] = {
     "sampler-too-dense": failure("found no non-edge among all pairs; the graph is too dense for "
                                  "this sampler.",
                                  "test_a_graph_too_dense_to_sample_fails_the_run"),
+    "candidate-pool-too-large": failure(
+        "candidate_pool 100000 does not fit a graph of ",
+        "test_a_candidate_pool_larger_than_the_graph_fails_before_training"),
     "own-empty": own_graph("is empty; it needs a header and at least one row."),
     "own-too-few-edges": own_graph("has 1 edge(s) once self-loops and duplicates are dropped, "
                                    "too few to put one in each of train, valid and test"),
@@ -310,7 +313,7 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
     "unknown-encoder": lambda _: ["--dataset", "ddi", "--set", "encoder=gin"],
     "unknown-predictor": lambda _: ["--dataset", "ddi", "--set", "predictor=cosine"],
     "unknown-loss": lambda _: ["--dataset", "ddi", "--set", "loss=mse"],
-    "unknown-sampler": lambda _: ["--dataset", "ddi", "--set", "sampler=adversarial"],
+    "unknown-sampler": lambda _: ["--dataset", "ddi", "--set", "sampler=uniform"],
     "unknown-choice": lambda _: ["--dataset", "ddi", "--set", "lr_decay=cosine"],
     "no-scheduler-setting": lambda _: ["--dataset", "ddi", "--set", "scheduler=cosine"],
     "unknown-setting": lambda _: ["--dataset", "ddi", "--set", "batchsize=3"],
@@ -838,6 +841,22 @@ def test_a_graph_too_dense_to_sample_fails_the_run(ray_session, mlflow_store, tm
     code = run_main([*SMOKE, "--data-root", str(root), *STANDIN, "--max-failures", "0"])
     assert_refused("sampler-too-dense", code, capsys.readouterr().err,
                    "test_a_graph_too_dense_to_sample_fails_the_run")
+    assert only_run(mlflow_store).info.status == "FAILED"
+
+
+def test_a_candidate_pool_larger_than_the_graph_fails_before_training(
+    ray_session, mlflow_store, standin_root, monkeypatch, capsys,
+):
+    import pipelines.stages
+
+    def never_trained(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(pipelines.stages, "train", never_trained)
+    code = run_main([*SMOKE, "--data-root", str(standin_root), *STANDIN,
+                     "--set", "sampler=hard", "--set", "candidate_pool=100000"])
+    assert_refused("candidate-pool-too-large", code, capsys.readouterr().err,
+                   "test_a_candidate_pool_larger_than_the_graph_fails_before_training")
     assert only_run(mlflow_store).info.status == "FAILED"
 
 

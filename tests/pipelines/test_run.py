@@ -39,6 +39,7 @@ def test_standin_pipeline_with_random_walks_and_two_runs_lands_in_mlflow(
         history = client.get_metric_history(child.info.run_id, "valid_hits_20")
         assert [m.step for m in history] == [1, 2, 3]
         assert len(client.get_metric_history(child.info.run_id, "train_loss")) == 3
+        assert len(client.get_metric_history(child.info.run_id, "train_score_gap")) == 3
         best = max(history, key=lambda m: m.value)
         assert child.data.metrics["final_valid_hits_20"] == pytest.approx(best.value)
         test_at_best = {m.step: m.value for m in
@@ -48,6 +49,21 @@ def test_standin_pipeline_with_random_walks_and_two_runs_lands_in_mlflow(
         assert {"config.yaml", "checkpoint", "metrics.csv", "learning_curve.png"} <= artifacts
         files = {a.path for a in client.list_artifacts(child.info.run_id, "checkpoint")}
         assert "checkpoint/model.pt" in files
+
+
+@pytest.mark.parametrize("sampler", ["hard", "adversarial"])
+def test_model_guided_samplers_train_through_the_pipeline_and_log_the_score_gap(
+    ray_session, mlflow_store, standin_root, sampler,
+):
+    argv = ["--dataset", "ddi", "--preset", "smoke", "--data-root", str(standin_root),
+            "--experiment", sampler, "--set", f"sampler={sampler}", "--set", "candidate_pool=8",
+            *STANDIN]
+    assert main(argv) == 0
+    client, run, _ = only_run(mlflow_store, sampler)
+    assert run.data.params["sampler"] == sampler
+    gaps = client.get_metric_history(run.info.run_id, "train_score_gap")
+    assert [m.step for m in gaps] == [1, 2, 3]
+    assert 0.0 <= run.data.metrics["final_test_hits_20"] <= 1.0
 
 
 def test_standin_pipeline_with_two_ddp_workers_finishes(ray_session, mlflow_store, standin_root):
