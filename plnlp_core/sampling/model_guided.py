@@ -70,5 +70,17 @@ class ModelGuidedSampler(LocalSampler):
         picked = self.choose(pool, generator)
         return pool[picked, torch.arange(pos.size(0), device=pos.device)]
 
+    def repair(self, neg: Tensor, pos: Tensor, generator: torch.Generator | None = None) -> Tensor:
+        """``neg`` with the rows that are edges or self-loops drawn again,
+        those rows only: a draw here costs a forward pass of the model (and
+        a generator step), so the base class's redraw of every row, which
+        spares a host synchronisation, would cost more than the wait."""
+        bad = self.rejected(neg).nonzero().squeeze(-1)
+        if bad.numel() == 0:
+            return neg
+        neg = neg.clone()
+        neg[bad] = self(pos[bad], generator)
+        return neg
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(num_nodes={self.num_nodes}, pool_size={self.pool_size})"

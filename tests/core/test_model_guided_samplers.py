@@ -117,3 +117,17 @@ def test_adversarial_state_round_trips_into_a_fresh_sampler():
     assert isinstance(fresh, AdversarialSampler)
     assert torch.equal(fresh.embedding.weight, sampler.embedding.weight)
     assert torch.equal(fresh.baseline, sampler.baseline)
+
+
+def test_shared_negatives_redraw_only_the_rows_that_became_edges():
+    # sharing recombines anchors with other positives' endpoints; only the
+    # recombined pairs that are edges are drawn again, each draw a scoring pass
+    edges = dense_graph()
+    sampler = make("hard", edges, candidate_pool=4)
+    scored = []
+    sampler.observe(lambda pairs: scored.append(pairs.size(0)) or by_endpoint(pairs))
+    pos = edges[torch.randint(edges.size(0), (400,), generator=torch.Generator().manual_seed(0))]
+    drawn = draw_negatives(pos, sampler, 3, "shared", torch.Generator().manual_seed(1))
+    assert scored[0] == 4 * 400
+    assert sum(scored[1:]) < 4 * 400 * 3 / 2  # not every one of the 1,200 shared pairs
+    assert drawn.pairs.size(0) == 1200
