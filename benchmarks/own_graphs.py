@@ -1,7 +1,7 @@
 """PLNLP's ``default`` preset for graphs of one's own against the classic
 heuristics, on a suite of synthetic and bundled graphs.
 
-    python benchmarks/own_graphs.py [--quick] [--json FILE] [--preset NAME]
+    python benchmarks/own_graphs.py [--quick] [--json FILE] [--preset NAME[,NAME]] [--only G,..]
 
 Each graph of the suite (social, biological, infrastructure, co-authorship,
 community and scale-free graphs from networkx's generators and the small
@@ -15,7 +15,10 @@ the test pairs on the training graph; PLNLP trains with the preset of
 is scored on the same test pairs. Small graphs are run with several split
 seeds (mean and standard deviation); the table gives test AUC and the
 seconds PLNLP took (training and evaluation, on the threads set by
-``--threads``).
+``--threads``), one column per preset: ``--preset default,ene`` sets the
+node level beside the edge level. The suite ends with sparse networks where
+common neighbours are rare (power grids, router- and AS-level internet
+topologies, mean degree 2.6 to 3.3).
 
 Only ``plnlp_core`` is used (no Ray, no MLflow).
 """
@@ -108,6 +111,54 @@ def grid_with_shortcuts(side: int, removed: float, shortcuts: int, seed: int) ->
     return graph
 
 
+def power_grid(n: int, mean_degree: float, seed: int) -> nx.Graph:
+    """A power-grid-like graph: ``n`` substations at random points of the unit
+    square joined by the Euclidean minimum spanning tree of their 6 nearest
+    neighbours (each line goes to a near part of the network), plus random
+    lines among the nearest neighbours not yet joined until the mean degree
+    is ``mean_degree`` (real grids: about 2.7). Few triangles, long cycles."""
+    from scipy.spatial import cKDTree
+
+    rng = np.random.default_rng(seed)
+    points = rng.random((n, 2))
+    dist, near = cKDTree(points).query(points, k=7)
+    knn = nx.Graph()
+    knn.add_nodes_from(range(n))
+    knn.add_weighted_edges_from((i, int(near[i, t]), float(dist[i, t]))
+                                for i in range(n) for t in range(1, 7))
+    graph = nx.minimum_spanning_tree(knn)
+    spare = [e for e in knn.edges if not graph.has_edge(*e)]
+    order = rng.permutation(len(spare))
+    extra = max(int(mean_degree * n / 2) - graph.number_of_edges(), 0)
+    graph.add_edges_from(spare[i] for i in order[:extra])
+    return nx.Graph(graph.edges)
+
+
+def router_like(n: int, extra: float, local: bool, seed: int) -> nx.Graph:
+    """A router-level-like topology: a preferential-attachment tree (each new
+    router links to one existing router, chosen by degree) plus ``extra * n``
+    redundant links, either between routers 2 or 3 hops apart (``local``:
+    backup links within a region) or from a random router to one chosen by
+    degree."""
+    rng = np.random.default_rng(seed)
+    graph = nx.barabasi_albert_graph(n, 1, seed=seed)
+    nodes = np.arange(n)
+    for _ in range(int(extra * n)):
+        u = int(rng.integers(n))
+        if local:
+            lengths = nx.single_source_shortest_path_length(graph, u, cutoff=3)
+            candidates = [v for v, d in lengths.items() if d >= 2]
+            if not candidates:
+                continue
+            v = int(candidates[rng.integers(len(candidates))])
+        else:
+            degree = np.array([graph.degree(int(w)) for w in nodes], dtype=float)
+            v = int(rng.choice(nodes, p=degree / degree.sum()))
+        if u != v:
+            graph.add_edge(u, v)
+    return graph
+
+
 def lfr(n: int, average_degree: float, mu: float, seed: int) -> nx.Graph:
     """An LFR benchmark graph (power-law degrees and community sizes,
     a fraction ``mu`` of each node's edges leaving its community)."""
@@ -152,6 +203,23 @@ def suite(quick: bool = False) -> list[SuiteGraph]:
             2000, 4, seed=s)),
         SuiteGraph("lfr_5000_100k", "social, 5k nodes / 100k edges", lambda s: lfr(
             5000, 32, 0.2, s), 1),
+        *sparse_suite(),
+    ]
+
+
+def sparse_suite() -> list[SuiteGraph]:
+    """Sparse networks where common neighbours are rare (mean degree 2.6 to
+    3.3): power grids and router- and AS-level internet topologies."""
+    return [
+        SuiteGraph("power_grid_2000", "power grid, sparse", lambda s: power_grid(2000, 2.7, s)),
+        SuiteGraph("lattice_2500", "power grid, perturbed lattice", lambda s: grid_with_shortcuts(
+            50, 0.33, 50, s)),
+        SuiteGraph("router_pa_2000", "router level, sparse", lambda s: router_like(
+            2000, 0.3, False, s)),
+        SuiteGraph("router_local_2000", "router level, regional backups", lambda s: router_like(
+            2000, 0.3, True, s)),
+        SuiteGraph("internet_as_2000", "AS-level internet", lambda s: nx.random_internet_as_graph(
+            2000, seed=s)),
     ]
 
 
@@ -201,7 +269,8 @@ def run_plnlp(split: LinkSplit, settings: dict[str, object],
 @dataclass
 class GraphResult:
     """The test metrics of every method on one graph, one entry per split
-    seed, and PLNLP's seconds and best epochs."""
+    seed, and each PLNLP preset's seconds and best epochs (methods
+    ``cn``, ``aa``, ``ra`` and ``plnlp:<preset>``)."""
 
     name: str
     kind: str
@@ -210,8 +279,8 @@ class GraphResult:
     test_auc: dict[str, list[float]] = field(default_factory=dict)
     valid_auc: dict[str, list[float]] = field(default_factory=dict)
     test_hits: dict[str, list[float]] = field(default_factory=dict)
-    seconds: list[float] = field(default_factory=list)
-    best_epochs: list[int] = field(default_factory=list)
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+    best_epochs: dict[str, list[int]] = field(default_factory=dict)
 
     def add(self, method: str, metrics: dict[str, float], hits_key: str) -> None:
         """Records ``metrics`` (``valid_auc``, ``test_auc``, ``test_<hits_key>``)."""
@@ -220,9 +289,10 @@ class GraphResult:
         self.test_hits.setdefault(method, []).append(metrics[f"test_{hits_key}"])
 
 
-def run_graph(graph: SuiteGraph, settings: dict[str, object], folder: Path,
+def run_graph(graph: SuiteGraph, presets: dict[str, dict[str, object]], folder: Path,
               seeds: int | None = None, log: Callable[[str], None] = print) -> GraphResult:
-    """Runs the heuristics and PLNLP on ``graph`` for each split seed."""
+    """Runs the heuristics and PLNLP with each of ``presets`` (name to
+    settings) on ``graph`` for each split seed."""
     result: GraphResult | None = None
     for seed in range(seeds or graph.seeds):
         split = load_split(graph, seed, folder)
@@ -232,13 +302,15 @@ def run_graph(graph: SuiteGraph, settings: dict[str, object], folder: Path,
         hits_key = f"hits_{split.info.hits_k[0]}"
         for name, metrics in heuristics(split).items():
             result.add(name, metrics, hits_key)
-        metrics, seconds, epoch = run_plnlp(split, settings, seed)
-        result.add("plnlp", metrics, hits_key)
-        result.seconds.append(seconds)
-        result.best_epochs.append(epoch)
-        log(f"  {graph.name} seed {seed}: PLNLP test AUC {metrics['test_auc']:.4f} "
-            f"(best epoch {epoch}, {seconds:.1f} s), best heuristic "
-            f"{max(result.test_auc[h][-1] for h in HEURISTIC_NAMES):.4f}")
+        best_heuristic = max(result.test_auc[h][-1] for h in HEURISTIC_NAMES)
+        for preset, settings in presets.items():
+            metrics, seconds, epoch = run_plnlp(split, settings, seed)
+            method = f"plnlp:{preset}"
+            result.add(method, metrics, hits_key)
+            result.seconds.setdefault(method, []).append(seconds)
+            result.best_epochs.setdefault(method, []).append(epoch)
+            log(f"  {graph.name} seed {seed}: PLNLP {preset} test AUC {metrics['test_auc']:.4f} "
+                f"(best epoch {epoch}, {seconds:.1f} s), best heuristic {best_heuristic:.4f}")
     assert result is not None
     return result
 
@@ -251,26 +323,36 @@ def mean_std(values: list[float]) -> str:
 
 
 def table(results: list[GraphResult]) -> str:
-    """One row per graph: size, test AUC of CN, AA, RA and PLNLP, PLNLP's
-    margin over the best heuristic, and PLNLP's seconds."""
-    header = ["graph", "nodes", "edges", "seeds", "CN", "AA", "RA", "PLNLP",
-              "PLNLP - best", "seconds"]
+    """One row per graph: size, test AUC of CN, AA, RA and each PLNLP preset,
+    each preset's margin over the best heuristic, and its seconds."""
+    methods = list(results[0].seconds) if results else []
+    header = ["graph", "nodes", "edges", "seeds", "CN", "AA", "RA",
+              *(m.removeprefix("plnlp:") for m in methods),
+              *(f"{m.removeprefix('plnlp:')} - best" for m in methods),
+              *(f"{m.removeprefix('plnlp:')} s" for m in methods)]
     rows = []
     for r in results:
-        best = max(HEURISTIC_NAMES, key=lambda h: np.mean(r.test_auc[h]))
-        margin = np.mean(r.test_auc["plnlp"]) - np.mean(r.test_auc[best])
-        rows.append([r.name, str(r.nodes), str(r.edges), str(len(r.seconds)),
+        best = max(np.mean(r.test_auc[h]) for h in HEURISTIC_NAMES)
+        rows.append([r.name, str(r.nodes), str(r.edges), str(len(r.test_auc["cn"])),
                      *(mean_std(r.test_auc[h]) for h in HEURISTIC_NAMES),
-                     mean_std(r.test_auc["plnlp"]), f"{margin:+.3f}",
-                     f"{np.mean(r.seconds):.1f}"])
+                     *(mean_std(r.test_auc[m]) for m in methods),
+                     *(f"{np.mean(r.test_auc[m]) - best:+.3f}" for m in methods),
+                     *(f"{np.mean(r.seconds[m]):.1f}" for m in methods)])
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(cell.rjust(w) if i else cell.ljust(w)
                        for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
              for row in [header, *rows]]
-    wins = sum(np.mean(r.test_auc["plnlp"]) > max(np.mean(r.test_auc[h]) for h in HEURISTIC_NAMES)
-               for r in results)
     lines.insert(1, "-" * len(lines[0]))
-    lines.append(f"test AUC; PLNLP beats the best heuristic on {wins} of {len(results)} graphs")
+    for m in methods:
+        wins = sum(np.mean(r.test_auc[m]) > max(np.mean(r.test_auc[h]) for h in HEURISTIC_NAMES)
+                   for r in results)
+        lines.append(f"test AUC; PLNLP {m.removeprefix('plnlp:')} beats the best heuristic on "
+                     f"{wins} of {len(results)} graphs")
+    if len(methods) == 2:
+        a, b = methods
+        wins = sum(np.mean(r.test_auc[b]) > np.mean(r.test_auc[a]) for r in results)
+        lines.append(f"{b.removeprefix('plnlp:')} beats {a.removeprefix('plnlp:')} on {wins} of "
+                     f"{len(results)} graphs")
     return "\n".join(lines)
 
 
@@ -279,8 +361,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="four small graphs, the 'quick' preset, for a check in a minute")
-    parser.add_argument("--preset", help="preset of pipelines/presets/own.yaml "
-                                         "(default: 'default', 'quick' with --quick)")
+    parser.add_argument("--preset", help="comma-separated presets of pipelines/presets/own.yaml, "
+                                         "each a column (default: 'default', 'quick' with "
+                                         "--quick; e.g. default,ene to compare the levels)")
     parser.add_argument("--only", help="comma-separated graph names to run")
     parser.add_argument("--seeds", type=int, help="split seeds per graph (default: 5 for "
                                                   "the bundled graphs, 3, 1 for 5k/100k)")
@@ -294,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     preset = args.preset or ("quick" if args.quick else "default")
-    settings = load_preset(preset)
+    presets = {name: load_preset(name) for name in preset.split(",")}
     graphs = suite(args.quick)
     if args.only:
         wanted = set(args.only.split(","))
@@ -303,12 +386,12 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with tempfile.TemporaryDirectory() as folder:
         for graph in graphs:
-            results.append(run_graph(graph, settings, Path(folder), args.seeds))
+            results.append(run_graph(graph, presets, Path(folder), args.seeds))
     print()
     print(table(results))
     if args.json:
         args.json.write_text(json.dumps({
-            "preset": preset, "settings": settings, "threads": args.threads,
+            "presets": presets, "threads": args.threads,
             "graphs": [vars(r) for r in results]}, indent=1))
     return 0
 

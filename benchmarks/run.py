@@ -6,8 +6,10 @@ what the Ray pipeline adds, in one command.
 For each workload (ogbl-ddi's ``smoke``, ``cpu`` and ``paper`` presets on the
 real ddi; collab's ``paper`` preset with random walks and ppa's ``paper``
 preset on stand-ins in OGB's layout, at their real sizes, or small ones with
-``--quick``) it builds what :func:`plnlp_core.experiment.fit` builds and
-times full-size batches of its step, extrapolated to an epoch:
+``--quick``; the edge level, ``encoder_level: edge``, as ddi's ``cpu``
+preset at the edge level and ppa's ``ene`` preset) it builds what
+:func:`plnlp_core.experiment.fit` builds and times full-size batches of its
+step, extrapolated to an epoch:
 
 - seconds per epoch, ranked pairs (positive x negative) and positives per
   second, and evaluation pairs scored per second;
@@ -86,6 +88,8 @@ def workloads(quick: bool) -> list[Workload]:
             Workload("collab paper, walks", "collab", "paper", "tiny", 2,
                      {"walk_rounds": 1, "batch_size": 256}),
             Workload("ppa paper", "ppa", "paper", "0.002", 2, {"batch_size": 4096}),
+            Workload("ddi cpu, edge level", "ddi", "cpu", "real", 2, {"encoder_level": "edge"}),
+            Workload("ppa ene (edge level)", "ppa", "ene", "0.002", 2, {"batch_size": 4096}),
         ]
     return [
         Workload("ddi smoke", "ddi", "smoke", "real", 17),
@@ -93,6 +97,8 @@ def workloads(quick: bool) -> list[Workload]:
         Workload("ddi paper", "ddi", "paper", "real", 3),
         Workload("collab paper, walks", "collab", "paper", "real-size", 3, {"walk_rounds": 1}),
         Workload("ppa paper", "ppa", "paper", "real-size", 1),
+        Workload("ddi cpu, edge level", "ddi", "cpu", "real", 17, {"encoder_level": "edge"}),
+        Workload("ppa ene (edge level)", "ppa", "ene", "real-size", 1),
     ]
 
 
@@ -109,6 +115,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--breakdown", action="store_true",
                         help="also time the phases of a step: sampling, encoder and predictor "
                              "forward and backward, optimiser")
+    parser.add_argument("--workload", action="append",
+                        help="time only the training workloads whose name contains this text "
+                             "(repeatable, e.g. --workload 'edge level'); leaves out the "
+                             "heuristics, walks and pipeline parts")
     parser.add_argument("--json", type=Path, help="also write every figure to this JSON file")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -194,7 +204,8 @@ def step_flops(config: PLNLPConfig, node_input: int, num_nodes: int, nnz: int,
             encoder += linears * 2 * num_nodes * a * b + 2 * nnz * (a if linears == 2 else b)
     c = config.hidden_channels if config.encoder != "none" else node_input
     if config.predictor in ("mlp", "mlp_concat"):
-        width = c * (2 if config.predictor == "mlp_concat" else 1)
+        width = c * (2 if config.predictor == "mlp_concat" or config.encoder_level == "edge"
+                     else 1)
         sizes = [width] + [config.predictor_hidden] * (config.predictor_layers - 1) + [1]
         per_pair = c + sum(2 * a * b for a, b in zip(sizes[:-1], sizes[1:], strict=True))
     elif config.predictor == "bilinear":
@@ -260,7 +271,8 @@ def time_phases(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
         h = model.encode(x, adj)
         h_cut = h.detach().requires_grad_()
         lap()
-        scores = model.score(h_cut, torch.cat([batch.pos, batch.neg]))
+        scores = model.score(h_cut, torch.cat([batch.pos, batch.neg]), adj)  # edge level: no
+        # target-link removal in this breakdown
         lap()
         m = batch.pos.size(0)
         loss = options.loss_fn(scores[:m], scores[m:][batch.neg_index], batch.weight)
@@ -466,7 +478,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device   {report['device']}, torch {report['torch']}, {report['threads']} threads")
     splits: dict[str, LinkSplit] = {}
     try:
-        for workload in workloads(args.quick):
+        chosen = [w for w in workloads(args.quick)
+                  if not args.workload or any(text in w.name for text in args.workload)]
+        for workload in chosen:
             key = f"{workload.dataset}-{workload.source}"
             if key not in splits:
                 with contextlib.redirect_stdout(sys.stderr):
@@ -476,6 +490,11 @@ def main(argv: list[str] | None = None) -> int:
                                                      args.breakdown))
             print(f"  done {workload.name}", file=sys.stderr, flush=True)
             gc.collect()
+        if args.workload:
+            print(training_table(report["training"]))
+            if args.json is not None:
+                args.json.write_text(json.dumps(report, indent=2) + "\n")
+            return 0
         ddi = splits["ddi-real"]
         ppa_key = next(key for key in splits if key.startswith("ppa-"))
         report["heuristics"] = bench_heuristics(splits[ppa_key], f"ppa stand-in ({ppa_key[4:]})")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from plnlp_core.datasets import DATASETS, DatasetInfo
 from plnlp_core.errors import PLNLPError
 from plnlp_core.losses import LOSSES, WEIGHTED_LOSSES
-from plnlp_core.nn import ENCODERS, NODE_INPUTS, PREDICTORS
+from plnlp_core.nn import ENCODER_LEVELS, ENCODERS, NODE_INPUTS, PATH_LENGTHS, PREDICTORS
 from plnlp_core.sampling import NEGATIVE_MODES, SAMPLERS
 
 WALK_STARTS = ("all", "train_endpoints", "edge_endpoints")
@@ -32,6 +32,9 @@ class PLNLPConfig:
     encoder_layers: int = 2
     dropout: float = 0.0
     activate_last_layer: bool = False
+    # node or edge level (§4.1's ENE, the NCN form); edge_path_length: 2 or 3
+    encoder_level: str = "node"
+    edge_path_length: int = 2
     # predictor (§4.2)
     predictor: str = "dot"
     predictor_hidden: int = 256
@@ -113,7 +116,8 @@ class PLNLPConfig:
         for key, choices in (("node_input", NODE_INPUTS), ("walk_starts", WALK_STARTS),
                              ("walk_positives", WALK_POSITIVES), ("edge_margin", EDGE_MARGINS),
                              ("negatives", NEGATIVE_MODES), ("lr_decay", LR_DECAYS),
-                             ("select_best", SELECT_BEST), ("precision", PRECISIONS)):
+                             ("select_best", SELECT_BEST), ("precision", PRECISIONS),
+                             ("encoder_level", tuple(ENCODER_LEVELS.names))):
             _check_choice(key, getattr(self, key), choices)
         for key in ("embedding_dim", "hidden_channels", "encoder_layers", "predictor_hidden",
                     "predictor_layers", "num_neg", "epochs", "batch_size", "eval_every",
@@ -137,8 +141,26 @@ class PLNLPConfig:
                 "walk_rounds and walk_positives=walks need random walks; set walk_length to a "
                 "positive length or leave them at their defaults."
             )
+        self._validate_edge_level()
         self._validate_against(info)
         return info
+
+    def _validate_edge_level(self) -> None:
+        if self.edge_path_length not in PATH_LENGTHS:
+            raise PLNLPError(
+                f"edge_path_length must be 2 (common neighbours) or 3 (also paths of length 3), "
+                f"got {self.edge_path_length}."
+            )
+        if self.encoder_level == "node" and self.edge_path_length != 2:
+            raise PLNLPError(
+                "edge_path_length applies to encoder_level edge only; set encoder_level=edge or "
+                "leave edge_path_length at 2."
+            )
+        if self.encoder_level == "edge" and self.predictor != "mlp":
+            raise PLNLPError(
+                f"encoder_level edge feeds h_i * h_j and the common neighbours to an MLP, so "
+                f"predictor {self.predictor!r} cannot serve it; set predictor=mlp."
+            )
 
     def validate_graph(self, num_nodes: int) -> None:
         """Refuses settings the loaded graph cannot serve, before training."""
@@ -153,6 +175,12 @@ class PLNLPConfig:
             raise PLNLPError(
                 f"node_input {self.node_input!r} needs node features, and {info.ogb_name} has "
                 "none; set node_input=embedding."
+            )
+        if info.directed and self.encoder_level == "edge" and not self.force_symmetric_predictor:
+            raise PLNLPError(
+                f"encoder_level edge is symmetric in i and j (common neighbours in the undirected "
+                f"graph) but {info.ogb_name} is directed; set force_symmetric_predictor=true to "
+                "use it anyway."
             )
         predictor = PREDICTORS.get(self.predictor)
         if info.directed and predictor.symmetric and not self.force_symmetric_predictor:

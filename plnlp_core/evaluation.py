@@ -13,9 +13,11 @@ HITS_EVALUATOR = "ogbl-ddi"
 
 
 @torch.no_grad()
-def score_pairs(model: PLNLPModel, h: Tensor, pairs: Tensor, batch_size: int) -> Tensor:
-    """Scores ``pairs`` in chunks of ``batch_size`` from node vectors ``h``."""
-    return torch.cat([model.score(h, chunk) for chunk in pairs.split(batch_size)]).cpu()
+def score_pairs(model: PLNLPModel, h: Tensor, pairs: Tensor, batch_size: int,
+                adj: Tensor | None = None) -> Tensor:
+    """Scores ``pairs`` in chunks of ``batch_size`` from node vectors ``h``
+    encoded on ``adj`` (which the edge level reads)."""
+    return torch.cat([model.score(h, chunk, adj) for chunk in pairs.split(batch_size)]).cpu()
 
 
 def ogb_metrics(info: DatasetInfo, pos_score: Tensor, neg_score: Tensor) -> dict[str, float]:
@@ -69,8 +71,8 @@ def evaluate(
     h = model.encode(x, adj)
     metrics = {}
     for name, (pos, neg) in splits.items():
-        pos_score = score_pairs(model, h, pos.to(h.device), batch_size)
-        neg_score = score_pairs(model, h, neg.to(h.device), batch_size)
+        pos_score = score_pairs(model, h, pos.to(h.device), batch_size, adj)
+        neg_score = score_pairs(model, h, neg.to(h.device), batch_size, adj)
         for key, value in ogb_metrics(info, pos_score, neg_score).items():
             metrics[f"{name}_{key}"] = value
     return metrics

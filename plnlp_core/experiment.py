@@ -24,23 +24,21 @@ from plnlp_core.graph import (
     select_training_edges,
 )
 from plnlp_core.losses import WEIGHTED_LOSSES
-from plnlp_core.nn import GNNEncoder, NodeInput, PLNLPModel
+from plnlp_core.nn import ENCODER_LEVELS, GNNEncoder, NodeInput, PLNLPModel
 from plnlp_core.random_walk import random_walk_pairs, walk_starts
 from plnlp_core.sampling import SAMPLERS, NegativeSampler
 from plnlp_core.training import StepOptions, set_matmul_precision, train_epoch
 
 
 def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLPModel:
-    """The encoder and predictor ``config`` names, sized for the dataset."""
+    """The encoder and predictor ``config`` names, sized for the dataset, at
+    the node or edge level (``encoder_level``)."""
     node_input = NodeInput(config.node_input, num_nodes, config.embedding_dim, info.feature_dim)
     encoder = GNNEncoder(
         config.encoder, node_input.out_channels, config.hidden_channels,
         config.encoder_layers, config.dropout, config.activate_last_layer,
     )
-    return PLNLPModel(
-        node_input, encoder, config.predictor, config.predictor_hidden,
-        config.predictor_layers, config.predictor_dropout,
-    )
+    return ENCODER_LEVELS.get(config.encoder_level).from_config(config, node_input, encoder)
 
 
 def input_edges(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor, Tensor | None]:

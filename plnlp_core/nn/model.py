@@ -1,10 +1,21 @@
+from typing import TYPE_CHECKING
+
 from torch import Tensor, nn
 
 from plnlp_core.nn.encoder import GNNEncoder
 from plnlp_core.nn.node_input import NodeInput
 from plnlp_core.nn.predictors import PREDICTORS
+from plnlp_core.registry import Registry
+
+if TYPE_CHECKING:
+    from plnlp_core.config import PLNLPConfig
+
+ENCODER_LEVELS: Registry[type["PLNLPModel"]] = Registry("encoder level")
+"""``encoder_level``: ``"node"`` (:class:`PLNLPModel`) or ``"edge"``
+(:class:`plnlp_core.nn.edge_level.EdgeLevelModel`)."""
 
 
+@ENCODER_LEVELS.register("node")
 class PLNLPModel(nn.Module):
     r"""A neural link predictor (paper §3, Eq. 3): a neighborhood encoder
     over the node input and a link predictor over pairs of encoded nodes,
@@ -38,12 +49,21 @@ class PLNLPModel(nn.Module):
             num_layers=predictor_layers, dropout=predictor_dropout,
         )
 
+    @classmethod
+    def from_config(cls, config: "PLNLPConfig", node_input: NodeInput,
+                    encoder: GNNEncoder) -> "PLNLPModel":
+        """The model ``config`` describes, over ``node_input`` and ``encoder``."""
+        return cls(node_input, encoder, config.predictor, config.predictor_hidden,
+                   config.predictor_layers, config.predictor_dropout)
+
     def encode(self, x: Tensor | None, adj: Tensor) -> Tensor:
         """Node vectors :math:`\\mathbf{h}`, shape ``[N, C]``."""
         return self.encoder(self.node_input(x), adj)
 
-    def score(self, h: Tensor, pairs: Tensor) -> Tensor:
-        """Scores of ``pairs`` (shape ``[M, 2]``) from node vectors ``h``.
+    def score(self, h: Tensor, pairs: Tensor, adj: Tensor | None = None) -> Tensor:
+        """Scores of ``pairs`` (shape ``[M, 2]``) from node vectors ``h``
+        (``adj``, the graph ``h`` was encoded on, is read by the edge level
+        only).
         ``index_select``, whose backward is one ``index_add_``, gathers the
         rows: ``h[index]``'s backward, an accumulating ``index_put_``, takes
         eight times as long on CPU."""

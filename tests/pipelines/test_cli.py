@@ -14,7 +14,7 @@ from pipelines.run import main
         (["--dataset", "ddi", "--set", "encoder=gin"], "unknown encoder 'gin'; choose one of:"),
         (["--dataset", "ddi", "--set", "predictor=cosine"], "unknown predictor 'cosine'"),
         (["--dataset", "ddi", "--set", "loss=mse"], "unknown loss 'mse'"),
-        (["--dataset", "ddi", "--set", "sampler=adversarial"], "unknown sampler 'adversarial'"),
+        (["--dataset", "ddi", "--set", "sampler=uniform"], "unknown sampler 'uniform'"),
         (["--dataset", "ddi", "--set", "num_neg=0"], "num_neg must be at least 1"),
         (["--dataset", "ddi", "--set", "hidden_channels=-4"], "hidden_channels must be at least 1"),
         (["--dataset", "ddi", "--set", "loss=weighted_hinge_auc", "--set", "edge_margin=raw"],

@@ -106,6 +106,17 @@ ENTRIES: dict[str, Entry] = {
                                            "edge weights, and ogbl-ddi has none"),
     "years-missing": settings("min_train_year filters edges by year, and ogbl-ddi has no edge "
                               "years; remove the setting."),
+    "edge-level-predictor": settings("encoder_level edge feeds h_i * h_j and the common "
+                                     "neighbours to an MLP, so predictor 'dot' cannot serve it; "
+                                     "set predictor=mlp."),
+    "edge-level-directed": settings("encoder_level edge is symmetric in i and j (common "
+                                    "neighbours in the undirected graph) but ogbl-citation2 is "
+                                    "directed; set force_symmetric_predictor=true"),
+    "edge-path-length": settings("edge_path_length must be 2 (common neighbours) or 3 (also "
+                                 "paths of length 3), got 4."),
+    "edge-path-without-edge-level": settings("edge_path_length applies to encoder_level edge "
+                                             "only; set encoder_level=edge or leave "
+                                             "edge_path_length at 2."),
     "file-unreadable": settings("; give a readable YAML file."),
     "file-not-mapping": settings("must be a YAML mapping, got list."),
     "config-other-dataset": settings("the config names dataset 'collab' but --dataset is 'ddi'; "
@@ -331,6 +342,14 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
     "raw-margin-without-weights": lambda _: ["--dataset", "ddi", "--set",
                                              "loss=weighted_hinge_auc", "--set", "edge_margin=raw"],
     "years-missing": lambda _: ["--dataset", "ddi", "--set", "min_train_year=2010"],
+    "edge-level-predictor": lambda _: ["--dataset", "ddi", "--set", "encoder_level=edge",
+                                       "--set", "predictor=dot"],
+    "edge-level-directed": lambda _: ["--dataset", "citation2", "--set", "encoder_level=edge",
+                                      "--set", "force_symmetric_predictor=false"],
+    "edge-path-length": lambda _: ["--dataset", "ddi", "--set", "encoder_level=edge",
+                                   "--set", "edge_path_length=4"],
+    "edge-path-without-edge-level": lambda _: ["--dataset", "ddi", "--set",
+                                               "edge_path_length=3"],
     "file-unreadable": lambda tmp: ["--dataset", "ddi", "--config", str(tmp / "missing.yaml")],
     "file-not-mapping": lambda tmp: ["--dataset", "ddi", "--config",
                                      str(write(tmp / "list.yaml", "- lr\n- 0.1\n"))],

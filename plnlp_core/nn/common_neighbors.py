@@ -1,0 +1,266 @@
+r"""Common neighbours and paths of length 3 between node pairs, over a sparse
+CSR adjacency :math:`A` (undirected, no self-loops), at ogbl-ppa's size.
+
+For a pair :math:`(i, j)` let :math:`a` be its endpoint of lower degree and
+:math:`b` the other. Its common neighbours are found by enumerating
+:math:`k \in N(a)` from the CSR row of :math:`a` and testing
+:math:`(b, k) \in E`,
+
+.. math::
+    N(i) \cap N(j) = \{k \in N(a) : A_{bk} = 1\},
+
+:math:`\min(d_i, d_j)` membership tests per pair, made in chunks of at most
+``max_candidates`` tests so that memory stays bounded whatever the number of
+pairs. A test is one lookup in a dense table of all :math:`N^2` pairs on
+small graphs (as :class:`plnlp_core.edge_set.EdgeSet`), else one
+:func:`torch.searchsorted` over the CSR's sorted keys :math:`uN + v`.
+"""
+import torch
+from torch import Tensor
+
+from plnlp_core.edge_set import EdgeSet
+
+MAX_CANDIDATES = 2**22
+"""Membership tests per chunk: 4 M tests hold about 150 MB of indices."""
+
+
+class AdjacencyLookup:
+    r"""Degrees, CSR rows and constant-time edge tests of one sparse CSR
+    adjacency.
+
+    Args:
+        adj (Tensor): Sparse CSR adjacency, shape ``[N, N]``, symmetric.
+    """
+
+    def __init__(self, adj: Tensor) -> None:
+        self.adj = adj
+        self.num_nodes = adj.size(0)
+        self.crow = adj.crow_indices()
+        self.col = adj.col_indices()
+        self.degree = self.crow.diff()
+        n = self.num_nodes
+        keys = _rows(self.crow) * n + self.col
+        self.keys, self.table = keys, None
+        if n * n <= EdgeSet.DENSE_LIMIT:
+            self.table = torch.zeros(n * n, dtype=torch.bool, device=adj.device)
+            self.table[keys] = True
+
+    def dense(self) -> Tensor:
+        """The adjacency as a dense bool matrix ``[N, N]`` (the table's view)."""
+        return self.table.view(self.num_nodes, self.num_nodes)
+
+    def contains(self, u: Tensor, v: Tensor) -> Tensor:
+        """A bool mask: which :math:`(u_t, v_t)` are edges."""
+        keys = u * self.num_nodes + v
+        if self.table is not None:
+            return self.table[keys]
+        if self.keys.numel() == 0:
+            return torch.zeros_like(keys, dtype=torch.bool)
+        pos = torch.searchsorted(self.keys, keys).clamp(max=self.keys.numel() - 1)
+        return self.keys[pos] == keys
+
+
+def _rows(crow: Tensor) -> Tensor:
+    """The row of each CSR entry."""
+    n = crow.numel() - 1
+    return torch.repeat_interleave(torch.arange(n, device=crow.device), crow.diff(),
+                                   output_size=int(crow[-1]))
+
+
+def remove_edges(lookup: AdjacencyLookup, pairs: Tensor) -> Tensor:
+    r"""The adjacency of ``lookup`` without those of ``pairs`` that are
+    edges, in both directions:
+    :math:`A - \sum_{(i, j) \in P \cap E} (e_i e_j^\top + e_j e_i^\top)`.
+    Training removes its positive edges this way (NCN's target-link
+    removal); pairs that are no edge (negatives, most walk pairs) change
+    nothing."""
+    adj, keys, n = lookup.adj, lookup.keys, lookup.num_nodes
+    if keys.numel() == 0:
+        return adj
+    query = torch.cat([pairs[:, 0] * n + pairs[:, 1], pairs[:, 1] * n + pairs[:, 0]])
+    pos = torch.searchsorted(keys, query).clamp(max=keys.numel() - 1)
+    keep = torch.ones_like(keys, dtype=torch.bool)
+    keep[pos[keys[pos] == query]] = False
+    removed = keys[~keep] // n
+    counts = lookup.degree.clone().index_add_(0, removed, -torch.ones_like(removed))
+    crow = torch.cat([counts.new_zeros(1), counts.cumsum(0)]).to(lookup.crow.dtype)
+    return torch.sparse_csr_tensor(crow, lookup.col[keep], adj.values()[keep], (n, n))
+
+
+def _chunks(work: Tensor, max_work: int) -> list[tuple[int, int]]:
+    """Consecutive ranges of rows whose ``work`` sums to at most ``max_work``
+    (a single row above it is a range of its own)."""
+    ends = work.cumsum(0)
+    total, m = int(ends[-1]) if work.numel() else 0, work.numel()
+    if total <= max_work:
+        return [(0, m)] if m else []
+    ranges, start, done = [], 0, 0
+    while start < m:
+        stop = int(torch.searchsorted(ends, done + max_work, right=True))
+        stop = max(stop, start + 1)
+        ranges.append((start, stop))
+        done, start = int(ends[stop - 1]), stop
+    return ranges
+
+
+def common_neighbor_index(
+    lookup: AdjacencyLookup, pairs: Tensor, max_candidates: int = MAX_CANDIDATES,
+) -> tuple[Tensor, Tensor]:
+    r"""Every common neighbour of every pair, as two aligned vectors: the
+    pair's row in ``pairs`` (ascending) and the node :math:`k`,
+    :math:`k \in N(i) \cap N(j)`. Pairs with no common neighbour do not
+    appear."""
+    u, v = pairs[:, 0], pairs[:, 1]
+    du, dv = lookup.degree[u], lookup.degree[v]
+    swap = du > dv
+    a, b = torch.where(swap, v, u), torch.where(swap, u, v)
+    work = torch.minimum(du, dv)
+    found_pairs, found_nodes = [], []
+    for start, stop in _chunks(work, max_candidates):
+        w = work[start:stop]
+        total = int(w.sum())
+        if total == 0:
+            continue
+        row = torch.repeat_interleave(torch.arange(stop - start, device=pairs.device), w,
+                                      output_size=total)
+        # candidate t of a pair sits at crow[a] + (t - the pair's first candidate)
+        base = lookup.crow[a[start:stop]] - (w.cumsum(0) - w)
+        k = lookup.col[base[row] + torch.arange(total, device=pairs.device)]
+        hit = lookup.contains(b[start:stop][row], k)
+        found_pairs.append(row[hit] + start)
+        found_nodes.append(k[hit])
+    if not found_pairs:
+        empty = pairs.new_zeros(0)
+        return empty, empty
+    return torch.cat(found_pairs), torch.cat(found_nodes)
+
+
+def common_neighbor_sum(lookup: AdjacencyLookup, h: Tensor, pairs: Tensor,
+                        max_candidates: int = MAX_CANDIDATES) -> tuple[Tensor, Tensor]:
+    r"""The sum of the common neighbours' vectors and their number,
+
+    .. math::
+        \mathbf{c}_{ij} = \sum_{k \in N(i) \cap N(j)} \mathbf{h}_k
+        = \big((\mathbf{A}_{i} \odot \mathbf{A}_{j}) \mathbf{H}\big), \qquad
+        n_{ij} = |N(i) \cap N(j)|,
+
+    by whichever of two ways costs less (:func:`dense_is_cheaper`): as one
+    sparse product :math:`\mathbf{S} \mathbf{H}`, where :math:`\mathbf{S}`
+    (``[M, N]``, CSR) marks the common neighbours found by
+    :func:`common_neighbor_index` (backward :math:`\mathbf{S}^\top
+    \mathbf{G}`); or, on small dense graphs such as ogbl-ddi (a quarter of
+    a pair's candidates are common neighbours there), as dense products
+    with the rows :math:`\mathbf{A}_i \odot \mathbf{A}_j` made chunk by
+    chunk and made again in the backward (:class:`_DenseCommonSum`). Both
+    run in fp32 (under bfloat16 autocast too).
+
+    Returns:
+        :math:`\mathbf{C}`, shape ``[M, C]``, and :math:`n`, shape ``[M]``.
+    """
+    with torch.autocast(h.device.type, enabled=False):
+        if dense_is_cheaper(lookup, pairs):
+            count = torch.empty(pairs.size(0), device=h.device)
+            total = _DenseCommonSum.apply(h.float(), lookup.dense(), pairs, count)
+            return total, count.long()
+        rows, nodes = common_neighbor_index(lookup, pairs, max_candidates)
+        m = pairs.size(0)
+        count = torch.bincount(rows, minlength=m)
+        crow = torch.cat([count.new_zeros(1), count.cumsum(0)])
+        select = torch.sparse_csr_tensor(crow, nodes, torch.ones(nodes.numel(), device=h.device),
+                                         (m, h.size(0)))
+        return torch.sparse.mm(select, h.float()), count
+
+
+DENSE_ROW_COST = 12
+r"""How many entries of a dense row :math:`\mathbf{A}_i \odot \mathbf{A}_j`
+cost as much as one membership test of the CSR walk: measured on ogbl-ddi
+(2 CPU cores, 64 channels), about 150 ns a test against 11 ns an entry
+(made, multiplied with :math:`\mathbf{H}`, made again in the backward)."""
+
+
+def dense_is_cheaper(lookup: AdjacencyLookup, pairs: Tensor) -> bool:
+    r"""Whether :math:`(\mathbf{A}_i \odot \mathbf{A}_j) \mathbf{H}` as dense
+    products beats the CSR walk: the graph has a dense table (at most
+    :attr:`EdgeSet.DENSE_LIMIT` pairs) and :math:`N` is below
+    :data:`DENSE_ROW_COST` times the pairs' mean :math:`\min(d_i, d_j)`."""
+    if lookup.table is None or pairs.size(0) == 0:
+        return False
+    work = torch.minimum(lookup.degree[pairs[:, 0]], lookup.degree[pairs[:, 1]])
+    return lookup.num_nodes < DENSE_ROW_COST * float(work.float().mean())
+
+
+class _DenseCommonSum(torch.autograd.Function):
+    """``(A[u] * A[v]) @ H`` in chunks of rows, which the backward makes again
+    instead of keeping them (``[M, N]`` floats would not fit)."""
+
+    ROWS_BYTES = 2**26  # 64 MiB of mask rows at a time
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, h: Tensor, dense: Tensor,
+                pairs: Tensor, count: Tensor) -> Tensor:
+        ctx.save_for_backward(dense, pairs)
+        out = h.new_empty(pairs.size(0), h.size(1))
+        for index in _DenseCommonSum.chunks(dense, pairs):
+            mask = _DenseCommonSum.rows(dense, pairs[index])
+            out[index] = mask @ h
+            count[index] = mask.sum(1)
+        return out
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx,
+                 grad: Tensor) -> tuple[Tensor, None, None, None]:
+        dense, pairs = ctx.saved_tensors
+        grad_h = grad.new_zeros(dense.size(0), grad.size(1))
+        for index in _DenseCommonSum.chunks(dense, pairs):
+            grad_h += _DenseCommonSum.rows(dense, pairs[index]).t() @ grad[index]
+        return grad_h, None, None, None
+
+    @staticmethod
+    def rows(dense: Tensor, pairs: Tensor) -> Tensor:
+        r""":math:`\mathbf{A}_i \odot \mathbf{A}_j` of each pair, fp32: a
+        logical and of bool rows (a quarter of the memory traffic of fp32)."""
+        return torch.logical_and(dense.index_select(0, pairs[:, 0]),
+                                 dense.index_select(0, pairs[:, 1])).float()
+
+    @staticmethod
+    def chunks(dense: Tensor, pairs: Tensor) -> list[slice]:
+        rows = max(_DenseCommonSum.ROWS_BYTES // (4 * dense.size(0)), 1)
+        return [slice(s, s + rows) for s in range(0, pairs.size(0), rows)]
+
+
+def path3_counts(lookup: AdjacencyLookup, pairs: Tensor,
+                 max_candidates: int = MAX_CANDIDATES) -> Tensor:
+    r"""The number of paths of length 3 between each pair,
+
+    .. math::
+        p_{ij} = \sum_{k \in N(a) \setminus \{b\}} |N(k) \cap N(b)|
+        - (d_a - 1) A_{ab},
+
+    which equals :math:`(A^3)_{ij}` for a non-edge; the correction drops
+    the walks through :math:`(i, j)` itself when it is an edge. Each pair
+    is expanded to the pairs :math:`(k, b)`, whose common neighbours are
+    counted in chunks. Shape ``[M]``, float."""
+    u, v = pairs[:, 0], pairs[:, 1]
+    du, dv = lookup.degree[u], lookup.degree[v]
+    swap = du > dv
+    a, b = torch.where(swap, v, u), torch.where(swap, u, v)
+    work = lookup.degree[a]
+    total_counts = torch.zeros(pairs.size(0), device=pairs.device)
+    # the expanded pairs of a chunk are at most max_candidates / 16, each testing its own chunk
+    for start, stop in _chunks(work, max(max_candidates // 16, 1)):
+        w = work[start:stop]
+        total = int(w.sum())
+        if total == 0:
+            continue
+        row = torch.repeat_interleave(torch.arange(start, stop, device=pairs.device), w,
+                                      output_size=total)
+        offset = torch.arange(total, device=pairs.device) - torch.repeat_interleave(
+            w.cumsum(0) - w, w, output_size=total)
+        k = lookup.col[lookup.crow[a[row]] + offset]
+        keep = k != b[row]
+        row, expanded = row[keep], torch.stack([k[keep], b[row][keep]], dim=1)
+        hits, _ = common_neighbor_index(lookup, expanded, max_candidates)
+        total_counts.index_add_(0, row[hits], torch.ones(hits.numel(), device=pairs.device))
+    through_edge = lookup.contains(a, b) & (lookup.degree[a] > 0)
+    total_counts -= through_edge.float() * (lookup.degree[a] - 1).clamp(min=0).float()
+    return total_counts

@@ -1,0 +1,120 @@
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+
+from plnlp_core.nn.common_neighbors import AdjacencyLookup, remove_edges
+from plnlp_core.nn.edge_predictor import EdgeLevelPredictor
+from plnlp_core.nn.encoder import GNNEncoder
+from plnlp_core.nn.model import ENCODER_LEVELS, PLNLPModel
+from plnlp_core.nn.node_input import NodeInput
+
+if TYPE_CHECKING:
+    from plnlp_core.config import PLNLPConfig
+
+
+@ENCODER_LEVELS.register("edge")
+class EdgeLevelModel(PLNLPModel):
+    r"""A link predictor with an edge-level neighborhood encoder (the paper's
+    ENE, left to future work in §4.1; here the NCN form): the node encoder's
+    vectors of :math:`i` and :math:`j` and of their common neighbours, and
+    counts of their joint neighborhood, fed to :class:`EdgeLevelPredictor`,
+
+    .. math::
+        s_{ij} = \mathrm{MLP}\Big(\mathbf{h}_i \odot \mathbf{h}_j \,\Big\|\,
+        \sum_{k \in N_{\tilde{A}}(i) \cap N_{\tilde{A}}(j)} \mathbf{h}_k
+        \,\Big\|\, \boldsymbol{\phi}_{ij}(\tilde{A})\Big), \qquad
+        \mathbf{h} = \mathrm{ENC}(\tilde{A}).
+
+    In training, :math:`\tilde{A}` is the input graph without the batch's
+    positive edges (NCN's target-link removal), both for message passing and
+    for the pair terms, so that no pair sees the edge it is ranked for: the
+    pairs of a step that are edges of the graph are exactly its positive
+    edges, as negatives never are. A step whose positives are more than
+    :attr:`MAX_REMOVED` of the graph's edges is scored in groups, each on the
+    graph without its own positives. In evaluation :math:`\tilde{A} = A`,
+    the whole input graph. Every distinct pair is still scored once.
+
+    A GCN encoder's normalised adjacency is not cached here: the graph
+    changes at every step.
+
+    Args:
+        node_input (NodeInput): Builds :math:`\mathbf{h}^{(0)}`.
+        encoder (GNNEncoder): The node-level encoder.
+        predictor_hidden (int): Hidden size of the MLP.
+        predictor_layers (int): Layers of the MLP.
+        predictor_dropout (float): Dropout of the MLP.
+        path_length (int): ``2`` or ``3``, see :class:`EdgeLevelPredictor`.
+
+    Shapes:
+        - **input:** node features :math:`(N, F)` or ``None``, sparse CSR
+          adjacency :math:`(N, N)`, pairs :math:`(M, 2)`
+        - **output:** scores :math:`(M)`
+    """
+
+    MAX_REMOVED = 0.15
+    """The largest fraction of the graph's edges one training graph lacks:
+    about what evaluation's graph lacks (the held-out edges)."""
+
+    def __init__(self, node_input: NodeInput, encoder: GNNEncoder, predictor_hidden: int,
+                 predictor_layers: int, predictor_dropout: float, path_length: int = 2) -> None:
+        super(PLNLPModel, self).__init__()  # nn.Module's: the predictor here is not PREDICTORS'
+        self.node_input = node_input
+        self.encoder = encoder
+        for conv in encoder.convs:
+            if getattr(conv, "cached", False):
+                conv.cached = False
+        self.predictor = EdgeLevelPredictor(encoder.out_channels, predictor_hidden,
+                                            predictor_layers, predictor_dropout, path_length)
+        self._lookup: AdjacencyLookup | None = None
+
+    @classmethod
+    def from_config(cls, config: "PLNLPConfig", node_input: NodeInput,
+                    encoder: GNNEncoder) -> "EdgeLevelModel":
+        return cls(node_input, encoder, config.predictor_hidden, config.predictor_layers,
+                   config.predictor_dropout, config.edge_path_length)
+
+    def lookup(self, adj: Tensor) -> AdjacencyLookup:
+        """The :class:`AdjacencyLookup` of the input graph ``adj``, kept while
+        the same tensor comes back (every step and evaluation chunk)."""
+        if self._lookup is None or self._lookup.adj is not adj:
+            self._lookup = AdjacencyLookup(adj)
+        return self._lookup
+
+    def score(self, h: Tensor, pairs: Tensor, adj: Tensor | None = None) -> Tensor:
+        """Scores of ``pairs`` from node vectors ``h`` encoded on ``adj``."""
+        if adj is None:
+            raise TypeError("the edge level scores pairs on a graph: pass adj")
+        return self.predictor(h, pairs, self.lookup(adj))
+
+    def forward(self, x: Tensor | None, adj: Tensor, pairs: Tensor) -> Tensor:
+        """Scores ``pairs``; in training, each group of them (see
+        :meth:`removal_groups`) on the graph without its positive edges."""
+        lookup = self.lookup(adj)
+        if not self.training:
+            return self.predictor(self.encode(x, adj), pairs, lookup)
+        groups = self.removal_groups(lookup, pairs)
+        scores = []
+        for index in groups:
+            reduced = AdjacencyLookup(remove_edges(lookup, pairs[index]))
+            scores.append(self.predictor(self.encode(x, reduced.adj), pairs[index], reduced))
+        if len(groups) == 1:
+            return scores[0]
+        return torch.cat(scores)[torch.argsort(torch.cat(groups))]
+
+    def removal_groups(self, lookup: AdjacencyLookup, pairs: Tensor) -> list[Tensor]:
+        r"""Rows of ``pairs`` in groups whose positive edges are at most
+        :attr:`MAX_REMOVED` of the graph's edges: one group of all rows
+        unless a step ranks more (full-batch training on a small graph).
+        Each group is encoded on its own graph, so that training never
+        sees a graph much sparser than evaluation's, which lacks only the
+        held-out edges; each pair is still scored once."""
+        rows = torch.arange(pairs.size(0), device=pairs.device)
+        is_edge = lookup.contains(pairs[:, 0], pairs[:, 1])
+        num_edges = lookup.keys.numel() // 2
+        count = -(-int(is_edge.sum()) // max(int(self.MAX_REMOVED * num_edges), 1))
+        if count <= 1:
+            return [rows]
+        return [torch.cat(parts) for parts in zip(rows[is_edge].tensor_split(count),
+                                                  rows[~is_edge].tensor_split(count),
+                                                  strict=True)]

@@ -1,0 +1,77 @@
+import torch
+from torch import Tensor, nn
+
+from plnlp_core.nn.common_neighbors import AdjacencyLookup, common_neighbor_sum, path3_counts
+from plnlp_core.nn.predictors.mlp import MLP
+
+PATH_LENGTHS = (2, 3)
+
+
+class EdgeLevelPredictor(nn.Module):
+    r"""The edge-level link predictor: an MLP over the pair's node vectors,
+    its common neighbours' vectors (the NCN idea, Wang, Yang and Zhang
+    2023, "Neural Common Neighbor") and a few counts of its joint
+    neighborhood,
+
+    .. math::
+        s_{ij} = \mathrm{MLP}\Big(\mathbf{h}_i \odot \mathbf{h}_j
+        \,\Big\|\, \sum_{k \in N(i) \cap N(j)} \mathbf{h}_k
+        \,\Big\|\, \boldsymbol{\phi}_{ij}\Big), \qquad
+        \boldsymbol{\phi}_{ij} = \big(\ln(1 + n_{ij}),\ \ln(1 + p_{ij}),\
+        \ln(1 + d_i) + \ln(1 + d_j),\ |\ln(1 + d_i) - \ln(1 + d_j)|\big),
+
+    where :math:`n_{ij} = |N(i) \cap N(j)|`, :math:`p_{ij}` counts the paths
+    of length 3 between :math:`i` and :math:`j` (only with
+    ``path_length=3``; where common neighbours are rare, as in power grids,
+    they carry the structure) and :math:`d` are degrees, all in the graph
+    the pair is scored on. Every term is symmetric in :math:`i, j`.
+
+    Args:
+        in_channels (int): Size of the node vectors :math:`C`.
+        hidden_channels (int): Size of the hidden layers.
+        num_layers (int): Number of linear layers, the output layer included.
+        dropout (float): Dropout between layers. (default: ``0.0``)
+        path_length (int): ``2`` (common neighbours) or ``3`` (also paths
+            of length 3). (default: ``2``)
+
+    Shapes:
+        - **input:** node vectors :math:`(N, C)`, pairs :math:`(M, 2)`, the
+          graph's :class:`AdjacencyLookup`
+        - **output:** :math:`(M)`
+    """
+
+    symmetric = True
+
+    def __init__(self, in_channels: int, hidden_channels: int, num_layers: int,
+                 dropout: float = 0.0, path_length: int = 2) -> None:
+        super().__init__()
+        self.in_channels = in_channels
+        self.path_length = path_length
+        self.num_counts = 4 if path_length == 3 else 3
+        self.mlp = MLP(2 * in_channels + self.num_counts, hidden_channels, 1, num_layers, dropout)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        self.mlp.reset_parameters()
+
+    def counts(self, lookup: AdjacencyLookup, pairs: Tensor, common: Tensor) -> Tensor:
+        r""":math:`\boldsymbol{\phi}`, shape ``[M, 3]`` or ``[M, 4]``."""
+        log_degree = torch.log1p(lookup.degree.float())
+        di, dj = log_degree[pairs[:, 0]], log_degree[pairs[:, 1]]
+        terms = [torch.log1p(common.float())]
+        if self.path_length == 3:
+            terms.append(torch.log1p(path3_counts(lookup, pairs)))
+        terms += [di + dj, (di - dj).abs()]
+        return torch.stack(terms, dim=1)
+
+    def forward(self, h: Tensor, pairs: Tensor, lookup: AdjacencyLookup) -> Tensor:
+        aggregate, common = common_neighbor_sum(lookup, h, pairs)
+        hadamard = h.index_select(0, pairs[:, 0]) * h.index_select(0, pairs[:, 1])
+        features = torch.cat([hadamard, aggregate.to(hadamard.dtype),
+                              self.counts(lookup, pairs, common).to(hadamard.dtype)], dim=1)
+        return self.mlp(features).squeeze(-1)
+
+    def __repr__(self) -> str:
+        return f"EdgeLevelPredictor({self.mlp}, path_length={self.path_length})"
+
+

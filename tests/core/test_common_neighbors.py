@@ -1,0 +1,257 @@
+"""The edge level: common neighbours and paths of length 3 against dense
+references, target-link removal, and the edge-level model training."""
+import pytest
+import torch
+
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import DATASETS
+from plnlp_core.errors import PLNLPError
+from plnlp_core.evaluation import evaluate
+from plnlp_core.experiment import build_model, build_training_graph, fit
+from plnlp_core.graph import build_adjacency
+from plnlp_core.nn import EdgeLevelModel
+from plnlp_core.nn.common_neighbors import (
+    AdjacencyLookup,
+    common_neighbor_sum,
+    path3_counts,
+    remove_edges,
+)
+from plnlp_core.training import StepOptions, draw_batch, train_step
+
+
+def random_graph(num_nodes: int, num_edges: int, seed: int) -> torch.Tensor:
+    """Distinct undirected edges without self-loops, shape ``[E, 2]``."""
+    g = torch.Generator().manual_seed(seed)
+    pairs = torch.randint(num_nodes, (num_edges * 3, 2), generator=g)
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]].sort(dim=1).values.unique(dim=0)
+    return pairs[torch.randperm(pairs.size(0), generator=g)[:num_edges]]
+
+
+def dense(edges: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    a = torch.zeros(num_nodes, num_nodes)
+    a[edges[:, 0], edges[:, 1]] = 1
+    a[edges[:, 1], edges[:, 0]] = 1
+    return a
+
+
+def some_pairs(edges: torch.Tensor, num_nodes: int, seed: int) -> torch.Tensor:
+    """Half of the edges and as many random pairs (self pairs excluded)."""
+    g = torch.Generator().manual_seed(seed)
+    random = torch.randint(num_nodes, (edges.size(0), 2), generator=g)
+    random = random[random[:, 0] != random[:, 1]]
+    return torch.cat([edges[: edges.size(0) // 2], random])
+
+
+@pytest.mark.parametrize("seed,num_nodes,num_edges", [(0, 12, 30), (1, 40, 200), (2, 70, 150),
+                                                      (3, 30, 300)])
+@pytest.mark.parametrize("max_candidates,dense_row_cost", [(7, 0), (2**22, 0), (2**22, 10**9)])
+def test_common_neighbour_sum_equals_the_dense_a_times_a_reference(
+        seed, num_nodes, num_edges, max_candidates, dense_row_cost, monkeypatch):
+    """Both ways, the CSR walk (in chunks of 7 tests or all at once) and the
+    dense rows, give the reference's sums, counts and gradients."""
+    monkeypatch.setattr("plnlp_core.nn.common_neighbors.DENSE_ROW_COST", dense_row_cost)
+    edges = random_graph(num_nodes, num_edges, seed)
+    adj, _ = build_adjacency(edges, num_nodes)
+    pairs = some_pairs(edges, num_nodes, seed)
+    h = torch.randn(num_nodes, 5, generator=torch.Generator().manual_seed(seed),
+                    requires_grad=True)
+    total, count = common_neighbor_sum(AdjacencyLookup(adj), h, pairs, max_candidates)
+    a = dense(edges, num_nodes)
+    mask = a[pairs[:, 0]] * a[pairs[:, 1]]  # row t: indicator of N(i_t) ∩ N(j_t)
+    torch.testing.assert_close(total, mask @ h)
+    torch.testing.assert_close(count, mask.sum(1).long())
+    weights = torch.randn(total.shape)
+    grad, = torch.autograd.grad((total * weights).sum(), h)
+    torch.testing.assert_close(grad, mask.t() @ weights)
+
+
+def test_the_sparse_lookup_of_large_graphs_agrees_with_the_dense_table(monkeypatch):
+    edges = random_graph(50, 300, 4)
+    adj, _ = build_adjacency(edges, 50)
+    pairs = some_pairs(edges, 50, 4)
+    h = torch.randn(50, 3)
+    dense_table = common_neighbor_sum(AdjacencyLookup(adj), h, pairs)
+    monkeypatch.setattr("plnlp_core.edge_set.EdgeSet.DENSE_LIMIT", 0)
+    lookup = AdjacencyLookup(adj)
+    assert lookup.table is None
+    sparse_keys = common_neighbor_sum(lookup, h, pairs)
+    torch.testing.assert_close(dense_table, sparse_keys)
+
+
+def test_training_removes_the_target_edges_before_the_aggregate():
+    """For a batch of positives P, the aggregate is (A - P) ⊙ (A - P)
+    products: no pair sees an edge of the batch, nor its own."""
+    num_nodes = 40
+    edges = random_graph(num_nodes, 220, 5)
+    adj, _ = build_adjacency(edges, num_nodes)
+    batch = edges[:30]
+    pairs = torch.cat([batch, random_graph(num_nodes, 20, 6)])
+    pairs = pairs[~AdjacencyLookup(adj).contains(pairs[:, 0], pairs[:, 1]) | (
+        torch.arange(pairs.size(0)) < 30)]  # the batch's positives and true non-edges
+    reduced = remove_edges(AdjacencyLookup(adj), pairs)
+    a = dense(edges, num_nodes) - dense(batch, num_nodes)
+    torch.testing.assert_close(reduced.to_dense(), a)
+    h = torch.randn(num_nodes, 4)
+    total, count = common_neighbor_sum(AdjacencyLookup(reduced), h, pairs)
+    mask = a[pairs[:, 0]] * a[pairs[:, 1]]
+    torch.testing.assert_close(total, mask @ h)
+    torch.testing.assert_close(count, mask.sum(1).long())
+
+
+@pytest.mark.parametrize("seed,num_nodes,num_edges", [(0, 15, 30), (1, 40, 120), (2, 25, 150)])
+def test_path3_counts_equal_a_cubed_on_non_edges_and_paths_on_edges(seed, num_nodes, num_edges):
+    edges = random_graph(num_nodes, num_edges, seed)
+    adj, _ = build_adjacency(edges, num_nodes)
+    pairs = some_pairs(edges, num_nodes, seed)
+    a = dense(edges, num_nodes)
+    i, j = pairs[:, 0], pairs[:, 1]
+    walks = a[i][:, :, None] * a[None] * a[:, j].t()[:, None, :]  # [t, k, m]: i-k-m-j
+    t = torch.arange(pairs.size(0))
+    walks[t, j, :] = 0  # k = j
+    walks[t, :, i] = 0  # m = i (k = m never: no self-loops)
+    expected = walks.sum(dim=(1, 2))  # simple paths i-k-m-j
+    for max_candidates in (5, 2**22):
+        torch.testing.assert_close(path3_counts(AdjacencyLookup(adj), pairs, max_candidates),
+                                   expected)
+    non_edges = a[i, j] == 0
+    torch.testing.assert_close(expected[non_edges], (a @ a @ a)[i, j][non_edges])
+
+
+SMALL = dict(embedding_dim=16, hidden_channels=16, predictor_hidden=16, predictor="mlp",
+             encoder_level="edge", epochs=6, batch_size=64, lr=0.02, num_neg=2,
+             eval_batch_size=1024)
+
+
+@pytest.mark.parametrize("path_length", [2, 3])
+def test_an_edge_level_model_lowers_its_loss_on_a_tiny_graph(path_length):
+    torch.manual_seed(0)
+    num_nodes = 30
+    edges = random_graph(num_nodes, 120, 7)
+    adj, _ = build_adjacency(edges, num_nodes)
+    config = PLNLPConfig.from_mapping({**SMALL, "edge_path_length": path_length})
+    model = build_model(config, DATASETS.get("ddi"), num_nodes)
+    assert isinstance(model, EdgeLevelModel)
+    from plnlp_core.edge_set import EdgeSet
+    from plnlp_core.sampling import SAMPLERS
+
+    sampler = SAMPLERS.get("global")(EdgeSet(edges, num_nodes, True))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
+    options = StepOptions.from_config(config)
+    g = torch.Generator().manual_seed(0)
+    model.train()
+    losses = [float(train_step(model, optimizer, None, adj,
+                               draw_batch(edges[:40], None, sampler, 2, "shared", g),
+                               options).loss)
+              for _ in range(50)]
+    assert sum(losses[-5:]) < 0.7 * sum(losses[:5])
+
+
+def test_the_edge_level_scores_pairs_on_the_graph_it_is_given():
+    """In training the step's edges leave the graph; in evaluation nothing does."""
+    num_nodes = 20
+    edges = random_graph(num_nodes, 60, 8)
+    adj, _ = build_adjacency(edges, num_nodes)
+    config = PLNLPConfig.from_mapping(SMALL)
+    model = build_model(config, DATASETS.get("ddi"), num_nodes)
+    model.eval()
+    with torch.no_grad():
+        h = model.encode(None, adj)
+        full = model.score(h, edges, adj)
+        reduced = remove_edges(AdjacencyLookup(adj), edges[:10])
+        seen = model.score(model.encode(None, reduced), edges, reduced)
+        forward = model(None, adj, edges)
+    torch.testing.assert_close(forward, full)
+    assert not torch.allclose(full, seen)
+    with pytest.raises(TypeError):
+        model.score(h, edges)
+
+
+def test_edge_level_fit_on_the_ddi_standin_lowers_the_loss_and_evaluates(ddi_standin_split):
+    split = ddi_standin_split
+    config = PLNLPConfig.from_mapping({**SMALL, "epochs": 8})
+    config.validate()
+    torch.manual_seed(0)
+    model = build_model(config, split.info, split.num_nodes)
+    graph = build_training_graph(split, config)
+    result = fit(model, config, split, graph)
+    losses = [epoch.train_loss for epoch in result.history]
+    # a random stand-in with a fifth of its edges out of each step's graph: a slow fall
+    assert sum(losses[-2:]) < 0.95 * sum(losses[:2])
+    assert {"valid_hits_20", "test_hits_20"} <= set(result.best_metrics)
+    model.load_state_dict(result.best_state)
+    eval_splits = {"valid": (split.valid_pos, split.valid_neg),
+                   "test": (split.test_pos, split.test_neg)}
+    again = evaluate(model, split.info, split.x, graph.adj, eval_splits, 7)  # other chunks
+    assert again == pytest.approx(result.best_metrics)
+
+
+@pytest.mark.parametrize("changes,sentence", [
+    (dict(encoder_level="edge", predictor="dot"),
+     "encoder_level edge feeds h_i * h_j and the common neighbours to an MLP, so predictor "
+     "'dot' cannot serve it; set predictor=mlp."),
+    (dict(encoder_level="edge", predictor="mlp", edge_path_length=4),
+     "edge_path_length must be 2 (common neighbours) or 3 (also paths of length 3), got 4."),
+    (dict(edge_path_length=3),
+     "edge_path_length applies to encoder_level edge only; set encoder_level=edge or leave "
+     "edge_path_length at 2."),
+    (dict(encoder_level="pair"), "unknown encoder_level 'pair'; choose one of: edge, node."),
+    (dict(dataset="citation2", encoder_level="edge", predictor="mlp"),
+     "encoder_level edge is symmetric in i and j (common neighbours in the undirected graph) but "
+     "ogbl-citation2 is directed; set force_symmetric_predictor=true to use it anyway."),
+])
+def test_edge_level_settings_it_cannot_serve_are_refused(changes, sentence):
+    with pytest.raises(PLNLPError) as error:
+        PLNLPConfig.from_mapping(changes).validate()
+    assert str(error.value) == sentence
+
+
+def test_a_step_ranking_most_of_the_graph_scores_groups_on_graphs_without_their_edges():
+    num_nodes = 30
+    edges = random_graph(num_nodes, 100, 9)
+    adj, _ = build_adjacency(edges, num_nodes)
+    model = build_model(PLNLPConfig.from_mapping(SMALL), DATASETS.get("ddi"), num_nodes)
+    lookup = model.lookup(adj)
+    pairs = torch.cat([edges, random_graph(num_nodes, 300, 10)])
+    pairs = pairs[(torch.arange(pairs.size(0)) < 100) | ~lookup.contains(pairs[:, 0], pairs[:, 1])]
+    groups = model.removal_groups(lookup, pairs)
+    assert len(groups) == 7  # 100 edges, at most 15 out of each graph
+    assert torch.equal(torch.cat(groups).sort().values, torch.arange(pairs.size(0)))
+    for index in groups:
+        assert lookup.contains(pairs[index, 0], pairs[index, 1]).sum() <= 15
+    model.train()
+    torch.manual_seed(0)
+    scores = model(None, adj, pairs)
+    assert scores.shape == (pairs.size(0),)
+    model.predictor.mlp.dropout = 0.0  # no randomness: group by group gives the same scores
+    model.encoder.dropout = 0.0
+    scores = model(None, adj, pairs)
+    for index in groups:
+        reduced = remove_edges(lookup, pairs[index])
+        alone = model.predictor(model.encode(None, reduced), pairs[index], AdjacencyLookup(reduced))
+        torch.testing.assert_close(scores[index], alone)
+
+
+@pytest.mark.parametrize("changes", [
+    *({"loss": loss} for loss in ("auc", "hinge_auc", "weighted_hinge_auc", "ce", "log_rank")),
+    {"sampler": "local", "negatives": "independent"},
+    {"loss": "weighted_hinge_auc", "walk_length": 3},
+    {"walk_length": 2, "walk_positives": "walks"},
+    {"precision": "bf16"},
+    {"encoder": "gcn"},
+    {"encoder": "none"},
+])
+def test_the_edge_level_trains_with_every_loss_sampler_negative_mode_and_walks(
+        ddi_standin_split, changes):
+    from plnlp_core.experiment import build_walk_rounds
+
+    split = ddi_standin_split
+    config = PLNLPConfig.from_mapping({**SMALL, "epochs": 2, **changes})
+    config.validate()
+    torch.manual_seed(0)
+    model = build_model(config, split.info, split.num_nodes)
+    assert not any(getattr(conv, "cached", False) for conv in model.encoder.convs)
+    walks = (build_walk_rounds(split, config, torch.Generator().manual_seed(0))
+             if config.uses_random_walk else None)
+    result = fit(model, config, split, build_training_graph(split, config, walks))
+    assert all(torch.isfinite(torch.tensor(e.train_loss)) for e in result.history)
+    assert 0.0 <= result.best_metrics["test_hits_20"] <= 1.0
