@@ -25,11 +25,22 @@ class EdgeSet:
         keys = self._encode(edges)
         if undirected:
             keys = torch.cat([keys, self._encode(edges.flip(-1))])
-        self.keys = torch.unique(keys)
-        self.table = None
-        if num_nodes**2 <= self.DENSE_LIMIT:
-            self.table = torch.zeros(num_nodes**2, dtype=torch.bool)
-            self.table[self.keys] = True
+        self._index(torch.unique(keys))
+
+    @classmethod
+    def from_sorted_keys(cls, keys: Tensor, num_nodes: int, undirected: bool) -> "EdgeSet":
+        r"""The set of the encoded pairs ``keys`` (:math:`u \cdot N + v`),
+        already sorted and distinct, as a CSR's rows and columns are."""
+        edge_set = cls.__new__(cls)
+        edge_set.num_nodes, edge_set.undirected = num_nodes, undirected
+        edge_set._index(keys)
+        return edge_set
+
+    def _index(self, keys: Tensor) -> None:
+        self.keys, self.table = keys, None
+        if self.num_nodes**2 <= self.DENSE_LIMIT:
+            self.table = torch.zeros(self.num_nodes**2, dtype=torch.bool, device=keys.device)
+            self.table[keys] = True
 
     def _encode(self, pairs: Tensor) -> Tensor:
         return pairs[:, 0].long() * self.num_nodes + pairs[:, 1].long()
@@ -42,7 +53,10 @@ class EdgeSet:
 
     def contains(self, pairs: Tensor) -> Tensor:
         """A bool mask, shape ``[len(pairs)]``: which pairs are edges."""
-        keys = self._encode(pairs)
+        return self.contains_keys(self._encode(pairs))
+
+    def contains_keys(self, keys: Tensor) -> Tensor:
+        r"""A bool mask: which encoded pairs :math:`u \cdot N + v` are edges."""
         if self.table is not None:
             return self.table[keys]
         if self.keys.numel() == 0:

@@ -38,12 +38,9 @@ class AdjacencyLookup:
         self.crow = adj.crow_indices()
         self.col = adj.col_indices()
         self.degree = self.crow.diff()
-        n = self.num_nodes
-        keys = _rows(self.crow) * n + self.col
-        self.keys, self.table = keys, None
-        if n * n <= EdgeSet.DENSE_LIMIT:
-            self.table = torch.zeros(n * n, dtype=torch.bool, device=adj.device)
-            self.table[keys] = True
+        keys = _rows(self.crow) * self.num_nodes + self.col
+        self.edge_set = EdgeSet.from_sorted_keys(keys, self.num_nodes, undirected=True)
+        self.keys, self.table = self.edge_set.keys, self.edge_set.table
 
     def dense(self) -> Tensor:
         """The adjacency as a dense bool matrix ``[N, N]`` (the table's view)."""
@@ -51,13 +48,7 @@ class AdjacencyLookup:
 
     def contains(self, u: Tensor, v: Tensor) -> Tensor:
         """A bool mask: which :math:`(u_t, v_t)` are edges."""
-        keys = u * self.num_nodes + v
-        if self.table is not None:
-            return self.table[keys]
-        if self.keys.numel() == 0:
-            return torch.zeros_like(keys, dtype=torch.bool)
-        pos = torch.searchsorted(self.keys, keys).clamp(max=self.keys.numel() - 1)
-        return self.keys[pos] == keys
+        return self.edge_set.contains_keys(u * self.num_nodes + v)
 
 
 def _rows(crow: Tensor) -> Tensor:
