@@ -9,7 +9,7 @@ from plnlp_core.datasets import DATASETS, DatasetInfo
 from plnlp_core.errors import PLNLPError
 from plnlp_core.losses import LOSSES, WEIGHTED_LOSSES
 from plnlp_core.nn import ENCODER_LEVELS, ENCODERS, NODE_INPUTS, PATH_LENGTHS, PREDICTORS
-from plnlp_core.sampling import NEGATIVE_MODES, SAMPLERS
+from plnlp_core.sampling import NEGATIVE_MODES, SAMPLERS, check_pool_size
 
 WALK_STARTS = ("all", "train_endpoints", "edge_endpoints")
 WALK_POSITIVES = ("union", "walks")
@@ -164,11 +164,8 @@ class PLNLPConfig:
 
     def validate_graph(self, num_nodes: int) -> None:
         """Refuses settings the loaded graph cannot serve, before training."""
-        if SAMPLERS.get(self.sampler).guided and self.candidate_pool >= num_nodes:
-            raise PLNLPError(
-                f"candidate_pool {self.candidate_pool} does not fit a graph of {num_nodes} "
-                f"nodes; set candidate_pool between 1 and {num_nodes - 1}."
-            )
+        if SAMPLERS.get(self.sampler).guided:
+            check_pool_size(self.candidate_pool, num_nodes)
 
     def _validate_against(self, info: DatasetInfo) -> None:
         if self.node_input != "embedding" and info.feature_dim == 0:

@@ -14,7 +14,7 @@ from plnlp_core.sampling.adversarial_sampler import AdversarialSampler  # noqa: 
 from plnlp_core.sampling.global_sampler import GlobalSampler  # noqa: E402
 from plnlp_core.sampling.hard_sampler import HardSampler  # noqa: E402
 from plnlp_core.sampling.local_sampler import LocalSampler  # noqa: E402
-from plnlp_core.sampling.model_guided import ModelGuidedSampler, PairScorer  # noqa: E402
+from plnlp_core.sampling.model_guided import ModelGuidedSampler, PairScorer, check_pool_size  # noqa: E402
 from plnlp_core.sampling.negatives import NEGATIVE_MODES, Negatives, draw_negatives  # noqa: E402
 from plnlp_core.sampling.sharing import share_negatives  # noqa: E402
 
@@ -28,6 +28,7 @@ __all__ = [
     "ModelGuidedSampler",
     "NegativeSampler",
     "PairScorer",
+    "check_pool_size",
     "Negatives",
     "draw_negatives",
     "share_negatives",

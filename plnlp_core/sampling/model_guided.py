@@ -14,6 +14,15 @@ if TYPE_CHECKING:
 PairScorer = Callable[[Tensor], Tensor]
 
 
+def check_pool_size(pool_size: int, num_nodes: int) -> None:
+    """Refuses a candidate pool the graph cannot fill with distinct nodes."""
+    if not 1 <= pool_size < num_nodes:
+        raise PLNLPError(
+            f"candidate_pool {pool_size} does not fit a graph of {num_nodes} "
+            f"nodes; set candidate_pool between 1 and {num_nodes - 1}."
+        )
+
+
 class ModelGuidedSampler(LocalSampler):
     r"""A sampler that picks among ``pool_size`` uniform candidates per
     positive with the help of the model being trained: the positive
@@ -36,11 +45,7 @@ class ModelGuidedSampler(LocalSampler):
     guided = True
 
     def __init__(self, edge_set: EdgeSet, degree: Tensor, pool_size: int) -> None:
-        if not 1 <= pool_size < edge_set.num_nodes:
-            raise PLNLPError(
-                f"candidate_pool {pool_size} does not fit a graph of {edge_set.num_nodes} "
-                f"nodes; set candidate_pool between 1 and {edge_set.num_nodes - 1}."
-            )
+        check_pool_size(pool_size, edge_set.num_nodes)
         super().__init__(edge_set, degree, 0.0)
         self.pool_size = pool_size
         self.scorer: PairScorer | None = None
