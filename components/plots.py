@@ -43,14 +43,14 @@ def plot_learning_curve(table: pd.DataFrame, main_metric: str, best_epoch: int, 
     _save(figure, path)
 
 
-def plot_seed_curves(curves: dict[int, pd.Series], main_metric: str, title: str,
-                     path: Path) -> None:
-    """Every seed's validation ``main_metric`` per epoch (a series indexed by
-    epoch, one per seed)."""
+def plot_validation_curves(curves: dict[str, pd.Series], main_metric: str, title: str,
+                           path: Path) -> None:
+    """Each run's validation ``main_metric`` per epoch (a series indexed by
+    epoch, one per run, labelled by its key: a seed or a sweep's trial)."""
     figure, axis = plt.subplots(figsize=(7, 4.2))
     figure.suptitle(title)
-    for seed, curve in sorted(curves.items()):
-        axis.plot(curve.index, curve.values, marker=".", label=f"seed {seed}")
+    for label, curve in curves.items():
+        axis.plot(curve.index, curve.values, marker=".", label=label)
     axis.set(xlabel="epoch", ylabel=f"valid {main_metric}")
     axis.xaxis.set_major_locator(MaxNLocator(integer=True))
     axis.legend(ncol=2, fontsize="small")
@@ -73,3 +73,23 @@ def _save(figure: plt.Figure, path: Path) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
+
+
+def plot_metric_by_setting(table: pd.DataFrame, settings: list[str], metric: str, title: str,
+                           path: Path) -> None:
+    """``metric`` of every trial (a row of ``table``) against each searched
+    setting, one panel per setting; numbers on a numeric axis (a log one
+    where they span more than a decade), other values as categories."""
+    figure, axes = plt.subplots(1, len(settings), figsize=(4.2 * len(settings), 4),
+                                squeeze=False)
+    figure.suptitle(title)
+    for axis, setting in zip(axes[0], settings, strict=True):
+        values = pd.to_numeric(table[setting], errors="coerce")
+        if values.isna().any():  # categories: strings, booleans, mixed
+            values = table[setting].astype(str)
+        axis.scatter(values, table[metric], color="tab:blue")
+        axis.set(xlabel=setting, ylabel=metric)
+        numeric = values.dtype.kind in "fi"
+        if numeric and values.min() > 0 and values.max() / values.min() > 10:
+            axis.set_xscale("log")
+    _save(figure, path)

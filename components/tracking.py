@@ -17,7 +17,7 @@ from mlflow.tracking import MlflowClient
 
 from components.artifacts import DatasetArtifact, TrainArtifact
 from components.load import NODE_IDS_FILE, REPORT_FILE
-from components.plots import plot_learning_curve, plot_seed_curves
+from components.plots import plot_learning_curve, plot_validation_curves
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.own_graph import GraphReport
 
@@ -59,16 +59,18 @@ def log_training(trained: TrainArtifact, main_metric: str, title: str) -> None:
         mlflow.log_artifacts(directory)
 
 
-def log_seed_curves(run_ids: dict[int, str], main_metric: str, title: str) -> None:
-    """Every seed's validation curve, read back from its nested run, as
-    ``seeds_valid_curve.png`` of the active (parent) run."""
+def log_validation_curves(run_ids: dict[str, str], main_metric: str, title: str,
+                          file_name: str) -> None:
+    """Each nested run's validation curve (labelled by its key in
+    ``run_ids``), read back from MLflow, as the picture ``file_name`` of the
+    active (parent) run."""
     client = MlflowClient()
     curves = {}
-    for seed, run_id in run_ids.items():
+    for label, run_id in run_ids.items():
         history = client.get_metric_history(run_id, f"valid_{main_metric}")
-        curves[seed] = pd.Series({m.step: m.value for m in history}).sort_index()
+        curves[label] = pd.Series({m.step: m.value for m in history}).sort_index()
     with tempfile.TemporaryDirectory() as directory:
-        plot_seed_curves(curves, main_metric, title, Path(directory) / "seeds_valid_curve.png")
+        plot_validation_curves(curves, main_metric, title, Path(directory) / file_name)
         mlflow.log_artifacts(directory)
 
 

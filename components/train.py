@@ -78,6 +78,7 @@ def train(
     dataset: DatasetArtifact, walks: WalkArtifact | None, config: PLNLPConfig,
     storage: str, workers: WorkerGroup | None = None,
     tracking_uri: str | None = None, run_id: str | None = None, max_failures: int = 3,
+    callbacks: list[ray.train.UserCallback] = (),
 ) -> TrainArtifact:
     """Trains with the DDP ``workers`` and returns the checkpoint of the best
     validation epoch. With ``run_id``, rank 0 logs every epoch's metrics to
@@ -87,7 +88,8 @@ def train(
     training state is checkpointed under ``storage``. When a worker or the
     worker group dies, Ray Train starts a new group up to ``max_failures``
     times, and training goes on from the latest checkpoint; a new call with
-    the same ``storage`` and ``run_id`` (``--resume``) does the same."""
+    the same ``storage`` and ``run_id`` (``--resume``) does the same.
+    ``callbacks`` see every report after the MLflow logger has."""
     trainer = ray.train.torch.TorchTrainer(
         train_worker,
         train_loop_config={
@@ -99,7 +101,7 @@ def train(
             storage_path=str(Path(storage).resolve()),
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
             failure_config=ray.train.FailureConfig(max_failures=max_failures),
-            callbacks=[EpochLogger(tracking_uri, run_id)] if run_id else [],
+            callbacks=[*([EpochLogger(tracking_uri, run_id)] if run_id else []), *callbacks],
             logging_config=ray.train.LoggingConfig(log_level="WARNING"),
         ),
         datasets=positives_datasets(dataset, config),
@@ -175,8 +177,10 @@ def _read_positives(config: PLNLPConfig) -> tuple[torch.Tensor, torch.Tensor | N
 class EpochReporter:
     """Called after every epoch on every worker: rank 0 prints one progress
     line; every ``checkpoint_every`` epochs (and after the last) each worker
-    checkpoints its state through Ray Train, and rank 0's report carries the
-    epochs since the previous one (``"epochs"``) for :class:`EpochLogger`."""
+    checkpoints its state through Ray Train, and every other evaluated epoch
+    it reports without one; rank 0's reports carry the epochs since the
+    previous one (``"epochs"``) for :class:`EpochLogger` and, in a sweep,
+    :class:`components.sweep_report.SweepReporter`."""
 
     def __init__(
         self, config: PLNLPConfig, main_metric: str, rank: int, world_size: int,
@@ -209,12 +213,11 @@ class EpochReporter:
             self._print(metrics)
         if result.epoch % self.config.checkpoint_every == 0 or result.epoch == self.config.epochs:
             self._checkpoint(result, metrics)
+        elif result.epoch % self.config.eval_every == 0:  # a sweep's scheduler judges each one
+            self._report(metrics)  # every rank reports (rank 0 alone evaluated)
 
     def _checkpoint(self, result: EpochResult, metrics: dict[str, float]) -> None:
         state = result.snapshot()
-        report = {**metrics, "epochs": self.pending}
-        if self.restored_from is not None:
-            report["restored_from_epoch"] = self.restored_from
         with tempfile.TemporaryDirectory() as scratch:
             directory = Path(scratch)
             state.save(directory, self.rank)
@@ -228,7 +231,15 @@ class EpochReporter:
                     torch.save(state.best_state, directory / BEST_DIR / CHECKPOINT_FILE)
                     best = {"epoch": state.best_epoch, "metrics": state.best_metrics}
                     (directory / BEST_DIR / BEST_FILE).write_text(json.dumps(best))
-            ray.train.report(report, checkpoint=ray.train.Checkpoint.from_directory(directory))
+            self._report(metrics, ray.train.Checkpoint.from_directory(directory))
+
+    def _report(self, metrics: dict[str, float],
+                checkpoint: ray.train.Checkpoint | None = None) -> None:
+        """Reports ``metrics`` with the epochs since the last report."""
+        report = {**metrics, "epochs": self.pending}
+        if self.restored_from is not None:
+            report["restored_from_epoch"] = self.restored_from
+        ray.train.report(report, checkpoint=checkpoint)
         self.pending, self.restored_from = [], None
 
     def _global_mean(self, *values: float) -> list[float]:

@@ -28,9 +28,15 @@ def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
     import ray
 
     from components.evaluate import evaluate_heuristic
-    from components.tracking import log_config, log_graph, log_seed_curves, summary_metrics
+    from components.tracking import (
+        log_config,
+        log_graph,
+        log_validation_curves,
+        summary_metrics,
+    )
     from components.train import checkpoint_root
-    from pipelines.stages import load, train_and_evaluate
+    from components.train_and_evaluate import train_and_evaluate
+    from pipelines.stages import load
 
     dataset = load(args, plan.source)
     log_graph(dataset)
@@ -63,8 +69,10 @@ def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
                                              args.max_failures))
     summary = summary_metrics(finals)
     mlflow.log_metrics(summary)
-    log_seed_curves(children, plan.source.info.main_metric_key,
-                    f"{mlflow.active_run().info.run_name}: validation of each seed")
+    log_validation_curves({f"seed {seed}": run_id for seed, run_id in sorted(children.items())},
+                          plan.source.info.main_metric_key,
+                          f"{mlflow.active_run().info.run_name}: validation of each seed",
+                          "seeds_valid_curve.png")
     return summary
 
 

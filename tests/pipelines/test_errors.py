@@ -39,6 +39,7 @@ from pipelines.run import main as run_main
 from pipelines.standin import main as standin_main
 from pipelines.tune import main as tune_main
 from plnlp_core.errors import PLNLPError
+from tests.processes import free_port, pipeline_env, process_group
 from tests.standin import write_collab_standin, write_ddi_standin
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -68,6 +69,10 @@ def service(expected: str, test: str) -> Entry:
 
 def failure(expected: str, test: str) -> Entry:
     return Entry(expected, 1, "FAILED", test)
+
+
+def space(expected: str) -> Entry:
+    return Entry(expected, 2, "none", "test_bad_search_spaces_are_refused")
 
 
 def resume(expected: str) -> Entry:
@@ -149,12 +154,28 @@ ENTRIES: dict[str, Entry] = {
     "resume-finished": resume("has already finished; start a new run instead of --resume."),
     "resume-other-shape": resume("holds a model of another shape ("),
     # search spaces (pipelines/tune.py)
-    "space-metric-missing": service("needs `metric: <name>` and `mode: max|min`.",
-                                    "test_bad_search_spaces_are_refused"),
-    "space-bad-distribution": service("lr must be one of {choice: [...]}, {grid: [...]}",
-                                      "test_bad_search_spaces_are_refused"),
-    "space-no-values": service("lr's choice needs a list of values.",
-                               "test_bad_search_spaces_are_refused"),
+    "space-unknown-key": space("schedular is not a key of a search space; allowed: preset,"),
+    "space-unknown-setting": space("lrate is not a setting; valid settings are:"),
+    "space-metric-not-validation": space("metric is 'test_hits_20', not a validation metric of ddi "
+                                         "(the test set never steers a sweep); allowed: "
+                                         "valid_hits_20"),
+    "space-not-allowed": space("search is 'bayes'; allowed: random, grid, optuna."),
+    "space-count": space("num_samples is 0; it must be a whole number of at least 1."),
+    "space-scheduler-unknown": space("scheduler is {'hyperband': {}}; allowed: absent, or "),
+    "space-asha-unknown": space("scheduler.asha.grace is not an ASHA setting"),
+    "space-asha-reduction": space("scheduler.asha.reduction_factor must be at least 2."),
+    "space-asha-max-t": space("scheduler.asha.max_t must be at least its grace_period."),
+    "space-resource-unknown": space("resources.gpus is not a resource"),
+    "space-gpus": space("resources.gpus_per_worker is 1.5; it must be 0, a fraction of one GPU"),
+    "space-empty": space("space needs at least one searched setting"),
+    "space-bad-distribution": space("lr must be one of {choice: [...]}, {grid: [...]}"),
+    "space-no-values": space("lr has an empty choice; give a non-empty list of values."),
+    "space-bounds": space("lr needs loguniform: [low, high] with 0 < low < high, got [0, 0.1]."),
+    "space-grid-continuous": space("lr is a uniform, which a grid cannot enumerate"),
+    "space-optuna-grid": space("lr is a grid, which Optuna's search cannot take; use `choice`."),
+    "space-bad-value": space("num_neg cannot take 0: num_neg must be at least 1"),
+    "space-too-large": service("resources ask 64 CPUs per trial but the Ray cluster has 2",
+                               "test_a_sweep_the_cluster_cannot_hold_is_refused"),
     # stand-ins (pipelines/standin.py)
     "standin-unknown-size": service("unknown stand-in size 'huge'; choose one of:",
                                     "test_impossible_standins_are_refused"),
@@ -408,18 +429,43 @@ def test_a_worker_group_the_cluster_cannot_hold_is_refused(ray_session, mlflow_s
                    capsys.readouterr().err, test)
 
 
+LR = "space:\n  lr: {choice: [0.01]}\n"
 SPACES = {
-    "space-metric-missing": "space:\n  lr: {choice: [0.1]}\n",
-    "space-bad-distribution": "metric: x\nspace:\n  lr: {normal: [0, 1]}\n",
-    "space-no-values": "metric: x\nspace:\n  lr: {choice: []}\n",
+    "space-unknown-key": f"schedular: asha\n{LR}",
+    "space-unknown-setting": "space:\n  lrate: {choice: [0.1]}\n",
+    "space-metric-not-validation": f"metric: test_hits_20\n{LR}",
+    "space-not-allowed": f"search: bayes\n{LR}",
+    "space-count": f"num_samples: 0\n{LR}",
+    "space-scheduler-unknown": f"scheduler: {{hyperband: {{}}}}\n{LR}",
+    "space-asha-unknown": f"scheduler: {{asha: {{grace: 2}}}}\n{LR}",
+    "space-asha-reduction": f"scheduler: {{asha: {{reduction_factor: 1}}}}\n{LR}",
+    "space-asha-max-t": f"scheduler: {{asha: {{grace_period: 5, max_t: 2}}}}\n{LR}",
+    "space-resource-unknown": f"resources: {{gpus: 1}}\n{LR}",
+    "space-gpus": f"resources: {{gpus_per_worker: 1.5}}\n{LR}",
+    "space-empty": "metric: valid_hits_20\n",
+    "space-bad-distribution": "space:\n  lr: {normal: [0, 1]}\n",
+    "space-no-values": "space:\n  lr: {choice: []}\n",
+    "space-bounds": "space:\n  lr: {loguniform: [0, 0.1]}\n",
+    "space-grid-continuous": "search: grid\nspace:\n  lr: {uniform: [0.001, 0.1]}\n",
+    "space-optuna-grid": "search: optuna\nspace:\n  lr: {grid: [0.001, 0.1]}\n",
+    "space-bad-value": "space:\n  num_neg: {choice: [0, 1]}\n",
 }
 
 
 @pytest.mark.parametrize("entry_id", SPACES)
 def test_bad_search_spaces_are_refused(entry_id, tmp_path, mlflow_store, capsys):
-    space = write(tmp_path / "space.yaml", SPACES[entry_id])
+    space = write(tmp_path / "space.yaml", f"preset: smoke\n{SPACES[entry_id]}")
     code = tune_main(["--dataset", "ddi", "--space", str(space)])
     assert_refused(entry_id, code, capsys.readouterr().err, "test_bad_search_spaces_are_refused")
+
+
+@pytest.mark.slow
+def test_a_sweep_the_cluster_cannot_hold_is_refused(ray_session, mlflow_store, tmp_path, capsys):
+    space = write(tmp_path / "space.yaml", f"preset: smoke\nresources: {{workers: 64}}\n{LR}")
+    code = tune_main(["--dataset", "ddi", "--space", str(space)])
+    assert_refused("space-too-large", code, capsys.readouterr().err,
+                   "test_a_sweep_the_cluster_cannot_hold_is_refused")
+    assert MlflowClient(mlflow_store).get_experiment_by_name("plnlp-ddi-tune") is None
 
 
 STANDINS = {
@@ -665,24 +711,6 @@ def test_errors_of_ray_init_become_one_sentence(mlflow_store, monkeypatch, capsy
         assert_refused(entry_id, run_main(SMOKE), capsys.readouterr().err, test)
 
 
-@contextmanager
-def process_group(argv: list[str], env: dict[str, str], cwd: Path, log: Path,
-                  ) -> Iterator[subprocess.Popen]:
-    """``argv`` in its own process group (its Ray too); whatever of the group
-    is left at the end is killed, never another process."""
-    with log.open("w") as out:
-        process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-        try:
-            yield process
-        finally:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            process.wait()
-
-
 def group_is_gone(pgid: int, within_s: float = 20) -> bool:
     """Whether every process of group ``pgid`` has ended."""
     deadline = time.monotonic() + within_s
@@ -693,20 +721,6 @@ def group_is_gone(pgid: int, within_s: float = 20) -> bool:
             return True
         time.sleep(0.5)
     return False
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("", 0))
-        return probe.getsockname()[1]
-
-
-def pipeline_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    """The test's environment for a subprocess that starts its own local Ray."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "MLFLOW_TRACKING_URI")}
-    env.update(PLNLP_CACHE_DIR=str(tmp_path / "cache"), PYTHONUNBUFFERED="1", **extra)
-    return env
 
 
 @pytest.mark.slow

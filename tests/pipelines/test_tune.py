@@ -1,22 +1,82 @@
-"""The sweep through Ray Tune on the stand-in, checked in MLflow."""
+"""Sweeps through Ray Tune on the ddi stand-in, recorded on a real MLflow
+tracking server: ASHA stops trials early, Optuna searches, and the whole
+sweep runs as a Ray job on a token-authenticated head."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from pipelines.tune import main
+from tests.processes import free_port, pipeline_env, process_group
+from tests.standin import write_ddi_standin
 
-SPACE = """
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TINY = ["--set", "embedding_dim=8", "--set", "hidden_channels=8", "--set", "predictor_hidden=8",
+        "--set", "batch_size=64", "--set", "eval_every=1"]
+ASHA_SPACE = """
 preset: smoke
-metric: final_valid_hits_20
-mode: max
-num_samples: 1
+metric: valid_hits_20
+search: grid
+max_concurrent: 2
+scheduler:
+  asha: {grace_period: 1, reduction_factor: 2, max_t: 4}
 space:
-  lr: {grid: [0.01, 0.02]}
-  num_neg: {choice: [1, 2]}
+  lr: {choice: [0.00001, 0.05]}
+  num_neg: {choice: [1, 3]}
 """
-FIXED = ["--set", "embedding_dim=8", "--set", "hidden_channels=8", "--set", "predictor_hidden=8",
-         "--set", "batch_size=64", "--set", "epochs=2"]
+OPTUNA_SPACE = """
+preset: smoke
+search: optuna
+num_samples: 2
+max_concurrent: 1
+space:
+  lr: {loguniform: [0.001, 0.05]}
+  loss: {choice: [auc, ce]}
+"""
+
+
+@pytest.fixture(scope="module")
+def tracking_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``mlflow server`` on a SQLite store and a free port, as a team runs one."""
+    folder = tmp_path_factory.mktemp("mlflow-server")
+    port = free_port()
+    argv = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
+            f"sqlite:///{folder / 'mlflow.db'}", "--artifacts-destination",
+            str(folder / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
+            "--workers", "1"]
+    uri = f"http://127.0.0.1:{port}"
+    with process_group(argv, pipeline_env(folder), folder, folder / "server.log") as server:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"{uri}/health", timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, \
+                    (folder / "server.log").read_text()[-2000:]
+                time.sleep(1)
+        yield uri
+
+
+@pytest.fixture
+def server_store(tracking_server: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """The tracking server as the process's MLflow store."""
+    import mlflow
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_server)
+    mlflow.set_tracking_uri(tracking_server)
+    yield tracking_server
+    while mlflow.active_run() is not None:
+        mlflow.end_run()
 
 
 def write_space(tmp_path: Path, text: str) -> Path:
@@ -25,38 +85,103 @@ def write_space(tmp_path: Path, text: str) -> Path:
     return path
 
 
+def sweep_runs(uri: str, experiment: str) -> tuple[object, list]:
+    """The sweep's parent run and its children."""
+    client = MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    assert len(parents) == 1
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
+    return parents[0], children
+
+
 @pytest.mark.slow
-def test_sweep_runs_a_trial_per_config_and_records_the_best(
-    ray_session, mlflow_store, standin_root, tmp_path,
+def test_asha_stops_weak_trials_and_mlflow_records_the_sweep(
+    ray_session, server_store, standin_root, tmp_path,
 ):
-    space = write_space(tmp_path, SPACE)
-    argv = ["--dataset", "ddi", "--space", str(space), "--data-root", str(standin_root), *FIXED]
+    from pipelines.tune import main
+
+    space = write_space(tmp_path, ASHA_SPACE)
+    argv = ["--dataset", "ddi", "--space", str(space), "--data-root", str(standin_root),
+            "--experiment", "asha", *TINY, "--set", "epochs=4", "--set", "checkpoint_every=4"]
     assert main(argv) == 0
-    client = MlflowClient(mlflow_store)
-    experiment = client.get_experiment_by_name("plnlp-ddi-tune")
-    runs = client.search_runs([experiment.experiment_id])
-    parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
-    trials = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
-    assert parent.info.status == "FINISHED"
-    assert sorted(float(t.data.params["lr"]) for t in trials) == [0.01, 0.02]
-    best = max(t.data.metrics["final_valid_hits_20"] for t in trials)
-    assert parent.data.metrics["best_final_valid_hits_20"] == pytest.approx(best)
-    for t in trials:
-        assert len(client.get_metric_history(t.info.run_id, "train_loss")) == 2
+    client = MlflowClient(server_store)
+    parent, children = sweep_runs(server_store, "asha")
+    assert parent.info.status == "FINISHED" and len(children) == 4
+    assert sorted((float(c.data.params["lr"]), int(c.data.params["num_neg"])) for c in children) \
+        == [(0.00001, 1), (0.00001, 3), (0.05, 1), (0.05, 3)]
+    assert all(set(c.data.params) == set(children[0].data.params) for c in children)
+    best_by_child = {}
+    for child in children:
+        assert child.info.status == "FINISHED", child.data.tags.get("failure_reason")
+        history = client.get_metric_history(child.info.run_id, "valid_hits_20")
+        epochs = sorted(m.step for m in history)
+        stopped = child.data.tags.get("stopped_early")
+        last = int(stopped) if stopped else 4
+        assert epochs == list(range(1, last + 1))  # every evaluated epoch, each once
+        assert ("final_test_hits_20" in child.data.metrics) == (stopped is None)
+        best_by_child[child.info.run_id] = max(m.value for m in history)
+    assert any("stopped_early" in c.data.tags for c in children)
+    best = max(best_by_child.values())
+    assert parent.data.metrics["best_valid_hits_20"] == pytest.approx(best)
+    assert best_by_child[parent.data.tags["best_trial_run_id"]] == pytest.approx(best)
+    artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"trials.csv", "valid_by_setting.png", "valid_by_epoch.png",
+            "search_space.yaml"} <= artifacts
+    table = pd.read_csv(client.download_artifacts(parent.info.run_id, "trials.csv", tmp_path))
+    assert sorted(table["run_id"]) == sorted(best_by_child)
+    assert set(table["status"]) <= {"completed", "stopped_early"}
+    assert parent.data.params["search"] == "grid" and parent.data.params["scheduler"] == "asha"
 
 
-@pytest.mark.parametrize(
-    ("space", "expected"),
-    [
-        ("metric: x\nspace:\n  lr: {normal: [0, 1]}\n", "lr must be one of"),
-        ("metric: x\nspace:\n  nope: {choice: [1]}\n", "unknown setting 'nope'"),
-        ("metric: x\nspace:\n  num_neg: {choice: [0, 1]}\n", "num_neg must be at least 1"),
-        ("space:\n  lr: {choice: [0.1]}\n", "needs `metric: <name>`"),
-        ("- lr\n", "must be a YAML mapping"),
-    ],
-)
-def test_bad_search_space_is_refused_before_any_work(tmp_path, capsys, space, expected):
-    path = write_space(tmp_path, space)
-    assert main(["--dataset", "ddi", "--space", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and expected in err
+@pytest.mark.slow
+def test_optuna_searches_and_a_failing_trial_is_recorded_failed(
+    ray_session, server_store, standin_root, tmp_path,
+):
+    from pipelines.tune import main
+
+    space = write_space(tmp_path, OPTUNA_SPACE)
+    argv = ["--dataset", "ddi", "--space", str(space), "--data-root", str(standin_root),
+            "--experiment", "optuna", *TINY, "--set", "epochs=1"]
+    assert main(argv) == 0
+    parent, children = sweep_runs(server_store, "optuna")
+    assert parent.data.params["search"] == "optuna" and len(children) == 2
+    assert all(c.info.status == "FINISHED" for c in children)
+    lrs = [float(c.data.params["lr"]) for c in children]
+    assert all(0.001 <= lr <= 0.05 for lr in lrs) and lrs[0] != lrs[1]
+
+
+@pytest.mark.slow
+def test_the_sweep_runs_as_a_ray_job_on_a_token_authenticated_head(tmp_path, tracking_server):
+    """``ray start --head`` with token auth, then ``ray job submit`` of the
+    sweep, recording to the tracking server."""
+    port, dashboard = free_port(), free_port()
+    temp = Path(os.environ.get("TMPDIR", "/tmp")) / f"plnlp-job-{os.getpid()}-{port}"
+    root = write_ddi_standin(tmp_path / "datasets")
+    space = write_space(tmp_path, OPTUNA_SPACE.replace("num_samples: 2", "num_samples: 1"))
+    env = pipeline_env(tmp_path, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="the-cluster-token")
+    head = ["ray", "start", "--head", f"--port={port}", f"--temp-dir={temp}", "--block",
+            "--num-cpus=1", "--include-dashboard=true", f"--dashboard-port={dashboard}",
+            "--dashboard-host=127.0.0.1", "--disable-usage-stats",
+            f"--ray-client-server-port={free_port()}",
+            f"--dashboard-agent-listen-port={free_port()}"]
+    runtime_env = {"env_vars": {"MLFLOW_TRACKING_URI": tracking_server,
+                                "PLNLP_CACHE_DIR": str(tmp_path / "cache")}}
+    submit = ["ray", "job", "submit", f"--address=http://127.0.0.1:{dashboard}",
+              f"--runtime-env-json={json.dumps(runtime_env)}",
+              "--", sys.executable, str(REPO_ROOT / "pipelines" / "tune.py"), "--dataset", "ddi",
+              "--space", str(space), "--data-root", str(root), "--experiment", "job", *TINY,
+              "--set", "epochs=1"]
+    with process_group(head, env, tmp_path, tmp_path / "head.log") as process:
+        deadline = time.monotonic() + 120
+        while subprocess.run(["ray", "job", "list", f"--address=http://127.0.0.1:{dashboard}"],
+                             env=env, capture_output=True).returncode != 0:
+            assert time.monotonic() < deadline and process.poll() is None, \
+                (tmp_path / "head.log").read_text()[-2000:]
+            time.sleep(2)
+        job = subprocess.run(submit, env=env, capture_output=True, text=True, timeout=600)
+    shutil.rmtree(temp, ignore_errors=True)
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    parent, children = sweep_runs(tracking_server, "job")
+    assert parent.info.status == "FINISHED" and len(children) == 1
+    assert children[0].info.status == "FINISHED"

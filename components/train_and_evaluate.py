@@ -1,0 +1,61 @@
+"""One config's augment -> train -> evaluate, as the main job runs each seed
+and a sweep each trial, recorded in the active MLflow run."""
+import shutil
+import time
+from pathlib import Path
+
+import mlflow
+import ray
+import ray.train
+
+from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
+from components.augment import augment
+from components.evaluate import evaluate_checkpoint
+from components.tracking import log_training
+from components.train import CHECKPOINTS_TAG, train
+from components.workers import WorkerGroup
+from plnlp_core.config import PLNLPConfig
+
+
+def train_and_evaluate(
+    dataset: DatasetArtifact, config: PLNLPConfig, workers: WorkerGroup, checkpoints: Path,
+    max_failures: int = 3, callbacks: list[ray.train.UserCallback] = (),
+) -> dict[str, float]:
+    """One seed of one config in the active MLflow run: its random walks
+    (when it uses them), :func:`train_in_run`, then the best checkpoint's
+    ``final_*`` metrics, logged and returned. The training checkpoints are
+    removed once MLflow holds the best model."""
+    config.validate_graph(dataset.meta.num_nodes)
+    cache_root = str(Path(dataset.directory).parent)  # walks are cached beside their splits
+    walks = augment(dataset, config, cache_root) if config.uses_random_walk else None
+    trained = train_in_run(dataset, walks, config, workers, checkpoints, max_failures, callbacks)
+    final = ray.get(evaluate_checkpoint.remote(dataset, trained, config))
+    mlflow.log_metrics(final)
+    shutil.rmtree(checkpoints / mlflow.active_run().info.run_id, ignore_errors=True)
+    return final
+
+
+def train_in_run(
+    dataset: DatasetArtifact, walks: WalkArtifact | None, config: PLNLPConfig,
+    workers: WorkerGroup, checkpoints: Path, max_failures: int = 3,
+    callbacks: list[ray.train.UserCallback] = (),
+) -> TrainArtifact:
+    """Trains ``config`` in the active MLflow run, which records every
+    epoch, the best epoch, the timings, the best checkpoint and the learning
+    curve. Training checkpoints go to ``checkpoints/<run id>`` (the run's
+    ``plnlp.checkpoints`` tag), kept until the caller is done, so that
+    ``--resume`` can go on from them. ``callbacks`` see Train's reports (a
+    sweep trial's :class:`components.sweep_report.SweepReporter`)."""
+    config.validate_graph(dataset.meta.num_nodes)
+    run_id = mlflow.active_run().info.run_id
+    storage = checkpoints / run_id
+    mlflow.set_tag(CHECKPOINTS_TAG, str(storage))
+    start = time.perf_counter()
+    trained = train(dataset, walks, config, str(storage), workers, mlflow.get_tracking_uri(),
+                    run_id, max_failures, callbacks)
+    mlflow.log_metrics({"best_epoch": trained.best_epoch,
+                        "train_stage_seconds": time.perf_counter() - start,
+                        "fit_seconds": trained.fit_seconds})
+    log_training(trained, dataset.meta.metric.replace("@", "_"),
+                 mlflow.active_run().info.run_name)
+    return trained
