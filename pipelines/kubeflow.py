@@ -1,0 +1,275 @@
+"""The main job as a Kubeflow pipeline: load -> augment -> train -> evaluate,
+each a step with typed inputs and outputs, and an optional sweep step.
+
+    python pipelines/kubeflow.py --compile plnlp.yaml
+    python pipelines/kubeflow.py --run-local --dataset ddi --preset smoke
+
+Every step runs the same stages as ``pipelines/run.py`` (the functions of
+``components/``) in a container of the image ``$PLNLP_IMAGE`` (default
+``plnlp:latest``, see ``deploy/Dockerfile``), which holds this repository
+installed (``pip install -e .``) with the repository as its working folder.
+A step joins the Ray cluster at ``RAY_ADDRESS`` or starts a local Ray in its
+pod, and train and evaluate record one MLflow run at ``MLFLOW_TRACKING_URI``.
+``--run-local`` runs the steps as subprocesses here (kfp's local runner).
+"""
+import argparse
+import logging
+import os
+import re
+import sys
+import warnings
+from pathlib import Path
+from typing import NamedTuple
+from unittest import mock
+
+from kfp import compiler, dsl, local
+from kfp.dsl import Dataset, Input, Metrics, Model, Output
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))  # run from a clone
+
+from pipelines.cli import add_worker_args, plan_run  # noqa: E402
+from plnlp_core.errors import PLNLPError  # noqa: E402
+
+BASE_IMAGE = os.environ.get("PLNLP_IMAGE", "plnlp:latest")
+GPU = "nvidia.com/gpu"
+# Given to every step as the shell that compiles (or runs) the pipeline has them.
+STEP_ENV = ("MLFLOW_TRACKING_URI", "RAY_ADDRESS", "PLNLP_DATA_ROOT", "PLNLP_CACHE_DIR")
+
+
+# The steps. kfp ships each body to its container as source, so it imports what it uses (the
+# repository is on the container's PYTHONPATH: the image's, or run_local's); the work is done
+# in pipelines/kubeflow_steps.py.
+
+@dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
+def load(dataset: str, data_root: str, work_dir: str, splits: Output[Dataset]) -> None:
+    """Stage ``load``: the graph's canonical Parquet splits and ``meta.json``."""
+    from pipelines.kubeflow_steps import load_step
+
+    load_step(dataset, data_root, work_dir, splits.path)
+
+
+@dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
+def augment(
+    splits: Input[Dataset], dataset: str, preset: str, overrides: list[str], work_dir: str,
+    yes: bool, walks: Output[Dataset],
+) -> None:
+    """Stage ``augment``: the random-walk pairs (Parquet, a folder per round),
+    or, when the config walks not, an empty folder; ``num_pairs`` and
+    ``rounds`` in its metadata."""
+    from pipelines.kubeflow_steps import augment_step, stage_args
+
+    args = stage_args(dataset, preset, overrides, work_dir=work_dir, yes=yes)
+    walked = augment_step(splits.path, args, walks.path)
+    walks.metadata.update({"num_pairs": walked.num_pairs, "rounds": walked.rounds})
+
+
+@dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
+def train(
+    splits: Input[Dataset], walks: Input[Dataset], dataset: str, preset: str,
+    overrides: list[str], work_dir: str, num_workers: int, cpus_per_worker: int, gpus: int,
+    max_failures: int, experiment: str, yes: bool, model: Output[Model],
+    metrics: Output[Metrics],
+) -> NamedTuple("TrainOutputs", [("mlflow_run_id", str)]):
+    """Stage ``train``: Ray Train's DDP workers (a GPU each when ``gpus`` > 0)
+    in a new MLflow run that logs every epoch; ``model`` holds the best
+    validation epoch's ``model.pt`` and the run's ``config.yaml``,
+    ``metrics`` that epoch's validation metrics."""
+    from components.artifacts import WalkArtifact
+    from pipelines.kubeflow_steps import stage_args, train_step
+
+    args = stage_args(dataset, preset, overrides, work_dir=work_dir, num_workers=num_workers,
+                      cpus_per_worker=cpus_per_worker, use_gpu=gpus > 0,
+                      max_failures=max_failures, experiment=experiment, yes=yes)
+    counts = [int(walks.metadata[key]) for key in ("num_pairs", "rounds")]  # stored as floats
+    walked = WalkArtifact(walks.path, *counts)
+    run_id, trained = train_step(splits.path, walked, args, model.path)
+    model.metadata.update({"best_epoch": trained.best_epoch, "mlflow_run_id": run_id})
+    metrics.log_metric("best_epoch", trained.best_epoch)
+    for key, value in trained.best_metrics.items():
+        metrics.log_metric(f"best_{key}", value)
+    return (run_id,)
+
+
+@dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
+def evaluate(
+    splits: Input[Dataset], model: Input[Model], mlflow_run_id: str, experiment: str,
+    metrics: Output[Metrics],
+) -> None:
+    """Stage ``evaluate``: OGB's Evaluator on the best checkpoint; the
+    ``final_*`` metrics go to ``metrics`` and to the train step's MLflow run,
+    which ends FINISHED."""
+    from pipelines.kubeflow_steps import evaluate_step
+
+    for key, value in evaluate_step(splits.path, model.path, mlflow_run_id, experiment).items():
+        metrics.log_metric(key, value)
+
+
+@dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
+def sweep(
+    dataset: str, space: str, overrides: list[str], data_root: str, work_dir: str,
+    num_samples: int, gpus: int,
+) -> None:
+    """The sweep: ``python pipelines/tune.py --dataset DATASET --space SPACE``
+    (a path in the image, relative to the repository), ``overrides`` fixed
+    for every trial; ``num_samples`` 0 takes the space's, ``gpus`` > 0 gives
+    each trial's worker a GPU (the space's resources otherwise)."""
+    from pipelines.kubeflow_steps import command_line
+    from pipelines.tune import main
+
+    argv = command_line(dataset, "", overrides, space=space, data_root=data_root,
+                        work_dir=work_dir, num_samples=num_samples or None,
+                        gpus_per_worker=1 if gpus > 0 else None)
+    if (code := main(argv)) != 0:
+        raise SystemExit(code)
+
+
+@dsl.pipeline(name="plnlp", description="PLNLP link prediction: load -> augment -> train -> "
+                                        "evaluate, and an optional sweep.")
+def plnlp(
+    dataset: str = "ddi", preset: str = "", overrides: list[str] = [],  # noqa: B006 (kfp's default)
+    data_root: str = "", work_dir: str = "", experiment: str = "", num_workers: int = 1,
+    cpus_per_worker: int = 1, gpus: int = 0, max_failures: int = 3, yes: bool = False,
+    sweep_space: str = "", num_samples: int = 0,
+) -> Metrics:
+    """The parameters are ``pipelines/run.py``'s flags (``overrides`` its
+    ``--set KEY=VALUE``; "" its defaults); ``gpus`` > 0 gives the train and
+    sweep steps that many GPUs and ``--use-gpu``. A ``sweep_space`` (a
+    ``tune_spaces/`` file) also runs the sweep."""
+    # No step is cached by Kubeflow: the stage cache reuses what load and augment made, and
+    # train, evaluate and sweep record to MLflow.
+    loaded = load(dataset=dataset, data_root=data_root, work_dir=work_dir)
+    splits = loaded.outputs["splits"]
+    augmented = augment(splits=splits, dataset=dataset, preset=preset, overrides=overrides,
+                        work_dir=work_dir, yes=yes)
+    walks = augmented.outputs["walks"]
+    trained = train(splits=splits, walks=walks, dataset=dataset, preset=preset,
+                    overrides=overrides, work_dir=work_dir, num_workers=num_workers,
+                    cpus_per_worker=cpus_per_worker, gpus=gpus, max_failures=max_failures,
+                    experiment=experiment, yes=yes)
+    trained.set_accelerator_type(GPU).set_accelerator_limit(gpus)
+    evaluated = evaluate(splits=splits, model=trained.outputs["model"],
+                         mlflow_run_id=trained.outputs["mlflow_run_id"], experiment=experiment)
+    with dsl.If(sweep_space != "", name="sweep-requested"):
+        searched = sweep(dataset=dataset, space=sweep_space, overrides=overrides,
+                         data_root=data_root, work_dir=work_dir, num_samples=num_samples,
+                         gpus=gpus)
+        searched.set_accelerator_type(GPU).set_accelerator_limit(gpus)
+    for task in (loaded, augmented, trained, evaluated, searched):
+        task.set_caching_options(enable_caching=False)
+        for name in STEP_ENV:
+            if os.environ.get(name):
+                task.set_env_variable(name, os.environ[name])
+    return evaluated.outputs["metrics"]
+
+
+# The command line.
+
+def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="pipelines/kubeflow.py",
+        description="Compile the PLNLP Kubeflow pipeline, or run it here with kfp's local "
+                    "runner (each step a subprocess).")
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--compile", metavar="FILE.yaml", type=Path,
+                        help="write the pipeline's YAML, to upload to Kubeflow Pipelines")
+    action.add_argument("--run-local", action="store_true", help="run the pipeline here")
+    parser.add_argument("--dataset", help="as pipelines/run.py's (needed with --run-local)")
+    parser.add_argument("--preset", default="", help="as pipelines/run.py's")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="override one setting (repeatable)")
+    parser.add_argument("--data-root", default="", help="folder holding OGB datasets")
+    parser.add_argument("--work-dir", default="", help="folder for cached stage outputs")
+    parser.add_argument("--experiment", default="",
+                        help="MLflow experiment (default: plnlp-<dataset>)")
+    parser.add_argument("--yes", action="store_true",
+                        help="run a preset made for a GPU without one")
+    parser.add_argument("--sweep-space", default="",
+                        help="also run pipelines/tune.py on this tune_spaces/*.yaml file")
+    parser.add_argument("--num-samples", type=int, default=0,
+                        help="the sweep's trials (default: the space's)")
+    parser.add_argument("--pipeline-root", type=Path, default=Path("kfp_outputs"),
+                        help="where --run-local keeps the steps' outputs (default: ./kfp_outputs)")
+    add_worker_args(parser)
+    return parser.parse_args(argv)
+
+
+def pipeline_arguments(args: argparse.Namespace) -> dict[str, object]:
+    """The pipeline's parameters from the command line, checked as
+    ``pipelines/run.py`` checks them (the sweep space only for being a file:
+    the sweep step checks the rest)."""
+    from pipelines.kubeflow_steps import stage_args  # Ray and MLflow, once the flags parsed
+
+    if not args.dataset:
+        raise PLNLPError("--run-local needs --dataset, e.g. --dataset ddi.")
+    if args.num_workers < 1 or args.cpus_per_worker < 1:
+        raise PLNLPError("--num-workers and --cpus-per-worker must be at least 1.")
+    flags = {"data_root": args.data_root, "work_dir": args.work_dir, "yes": args.yes,
+             "use_gpu": args.use_gpu, "max_failures": args.max_failures}
+    source = plan_run(stage_args(args.dataset, args.preset, args.overrides, **flags)).source
+    space = Path(args.sweep_space).resolve() if args.sweep_space else None
+    if space is not None and not space.is_file():
+        raise PLNLPError(f"the sweep space {args.sweep_space} is not a file; give a "
+                         "tune_spaces/*.yaml file.")
+    dataset = args.dataset if source.path is None else str(source.path.resolve())
+    return {"dataset": dataset, "preset": args.preset, "overrides": args.overrides,
+            "data_root": str(Path(args.data_root).resolve()) if args.data_root else "",
+            "work_dir": str(Path(args.work_dir).resolve()) if args.work_dir else "",
+            "experiment": args.experiment, "num_workers": args.num_workers,
+            "cpus_per_worker": args.cpus_per_worker, "gpus": args.num_workers * args.use_gpu,
+            "max_failures": args.max_failures, "yes": args.yes,
+            "sweep_space": str(space or ""), "num_samples": args.num_samples}
+
+
+def run_local(arguments: dict[str, object], pipeline_root: Path) -> dict[str, float]:
+    """Runs the pipeline here, each step a subprocess of this Python with the
+    repository on its ``PYTHONPATH``; returns the evaluate step's metrics.
+    The steps share one Ray: ``RAY_ADDRESS``'s, else a local Ray started
+    here for the run (one start instead of one per step)."""
+    import ray
+
+    from pipelines.services import connect_ray
+
+    local.init(runner=local.SubprocessRunner(use_venv=False),
+               pipeline_root=str(pipeline_root.resolve()))
+    python_path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    started = not ray.is_initialized()
+    with mock.patch.dict(os.environ, {"PYTHONPATH": python_path}):  # restored afterwards
+        connect_ray(logging.WARNING)  # its workers inherit the PYTHONPATH too
+        os.environ["RAY_ADDRESS"] = ray.get_runtime_context().gcs_address
+        try:
+            with warnings.catch_warnings():  # the image's name, the GPU limit: no matter here
+                warnings.filterwarnings("ignore", "You may be attemping", RuntimeWarning)
+                warnings.filterwarnings("ignore", ".*no effect in the current local runner")
+                return dict(plnlp(**arguments).output.metadata)
+        finally:
+            if started:
+                ray.shutdown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_cli(argv)
+    if args.compile is not None:
+        compiler.Compiler().compile(plnlp, str(args.compile))
+        print(f"pipeline written to {args.compile} (image {BASE_IMAGE})")
+        return 0
+    try:
+        arguments = pipeline_arguments(args)
+    except PLNLPError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    try:
+        metrics = run_local(arguments, args.pipeline_root)
+    except PLNLPError as error:  # RAY_ADDRESS refused
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except RuntimeError as error:  # kfp's local runner: a step failed, its lines are above
+        reason = re.sub(r"\x1b\[[0-9;]*m", "", str(error).strip().splitlines()[0])  # colours
+        print(f"error: {reason}", file=sys.stderr)
+        return 1
+    print("pipeline finished; " + "  ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

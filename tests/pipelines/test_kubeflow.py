@@ -1,0 +1,97 @@
+"""The Kubeflow form of the pipeline: it compiles, runs end to end with
+kfp's local runner, and the KubeRay manifests start commands the CLIs take."""
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from pipelines import run, tune
+from pipelines.cli import plan_run
+from pipelines.kubeflow import main
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+IMAGE_REPO = "/app"
+STAGES = ("load", "augment", "train", "evaluate")
+TINY = ["--set", "embedding_dim=8", "--set", "hidden_channels=8", "--set", "predictor_hidden=8",
+        "--set", "batch_size=64", "--set", "epochs=2"]
+
+
+def test_pipeline_compiles_to_yaml_naming_the_four_stages_and_the_sweep(tmp_path):
+    assert main(["--compile", str(tmp_path / "plnlp.yaml")]) == 0
+    spec = yaml.safe_load((tmp_path / "plnlp.yaml").read_text())
+    assert spec["pipelineInfo"]["name"] == "plnlp"
+    tasks = spec["root"]["dag"]["tasks"]
+    assert set(STAGES) <= set(tasks)
+    condition = next(task for task in tasks.values() if "sweep_space" in
+                     task.get("triggerPolicy", {}).get("condition", ""))
+    sweep_dag = spec["components"][condition["componentRef"]["name"]]["dag"]["tasks"]
+    assert "sweep" in sweep_dag
+    assert tasks["evaluate"]["inputs"]["artifacts"]["model"]["taskOutputArtifact"] == {
+        "outputArtifactKey": "model", "producerTask": "train"}
+    executors = spec["deploymentSpec"]["executors"]
+    assert {f"exec-{name}" for name in (*STAGES, "sweep")} <= set(executors)
+
+
+def test_unknown_preset_is_refused_in_one_sentence_before_any_step(capsys):
+    assert main(["--run-local", "--dataset", "ddi", "--preset", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: unknown preset 'nope'") and "\n" not in err
+
+
+@pytest.mark.slow
+def test_pipeline_runs_locally_on_the_ddi_standin_into_one_finished_mlflow_run(
+    ray_session, mlflow_store, standin_root, tmp_path, capsys,
+):
+    # Each step is a subprocess; they all join the suite's Ray.
+    outputs = tmp_path / "kfp"
+    argv = ["--run-local", "--dataset", "ddi", "--preset", "smoke", "--data-root",
+            str(standin_root), "--pipeline-root", str(outputs), "--set", "walk_length=3",
+            "--set", "loss=weighted_hinge_auc", *TINY]
+    assert main(argv) == 0
+    client = MlflowClient(mlflow_store)
+    runs = client.search_runs([client.get_experiment_by_name("plnlp-ddi").experiment_id])
+    assert len(runs) == 1
+    run_ = runs[0]
+    assert run_.info.status == "FINISHED"
+    assert run_.data.params["embedding_dim"] == "8" and run_.data.params["walk_length"] == "3"
+    assert 0.0 <= run_.data.metrics["final_test_hits_20"] <= 1.0
+    assert 0.0 <= run_.data.metrics["final_valid_hits_20"] <= 1.0
+    history = client.get_metric_history(run_.info.run_id, "valid_hits_20")
+    assert [m.step for m in history] == [1, 2]
+    assert "checkpoint/model.pt" in {
+        a.path for a in client.list_artifacts(run_.info.run_id, "checkpoint")}
+    (run_dir,) = outputs.iterdir()
+    assert {"model.pt", "config.yaml"} <= {p.name for p in (run_dir / "train" / "model").iterdir()}
+    assert list((run_dir / "augment" / "walks").glob("round-0000/*.parquet"))
+    output = json.loads((run_dir / "evaluate" / "executor_output.json").read_text())
+    (metrics,) = output["artifacts"]["metrics"]["artifacts"]
+    finals = {k: v for k, v in run_.data.metrics.items() if k.startswith("final_")}
+    assert metrics["metadata"] == pytest.approx(finals) and len(finals) == 6
+    assert f"final_test_hits_20 {finals['final_test_hits_20']:.4f}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("manifest", ["rayjob.yaml", "rayjob-sweep.yaml"])
+def test_rayjob_manifest_has_a_gpu_worker_group_and_an_entrypoint_the_cli_takes(manifest):
+    job = yaml.safe_load((REPO_ROOT / "deploy" / manifest).read_text())
+    assert job["kind"] == "RayJob"
+    cluster = job["spec"]["rayClusterSpec"]
+    limits = [container["resources"]["limits"]
+              for group in cluster["workerGroupSpecs"]
+              for container in group["template"]["spec"]["containers"]]
+    assert any(int(limit.get("nvidia.com/gpu", 0)) >= 1 for limit in limits)
+    env = {var["name"] for container in cluster["headGroupSpec"]["template"]["spec"]["containers"]
+           for var in container.get("env", [])}
+    assert "MLFLOW_TRACKING_URI" in env
+    python, script, *argv = shlex.split(job["spec"]["entrypoint"])
+    script = Path(script).relative_to(IMAGE_REPO)  # the repository's place in deploy/Dockerfile
+    assert python == "python" and (REPO_ROOT / script).is_file()
+    args = {"pipelines/run.py": run, "pipelines/tune.py": tune}[script.as_posix()].parse_args(argv)
+    assert args.dataset == "ddi"
+    if script.name == "run.py":
+        assert args.use_gpu and plan_run(args).config.hidden_channels == 512  # the paper preset
+    else:
+        assert args.gpus_per_worker == 1
+        assert (REPO_ROOT / args.space.relative_to(IMAGE_REPO)).is_file()
