@@ -135,7 +135,7 @@ def test_asha_stops_weak_trials_and_mlflow_records_the_sweep(
 
 
 @pytest.mark.slow
-def test_optuna_searches_and_a_failing_trial_is_recorded_failed(
+def test_optuna_searches_the_space(
     ray_session, server_store, standin_root, tmp_path,
 ):
     from pipelines.tune import main
