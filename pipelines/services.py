@@ -185,6 +185,12 @@ def connect_ray(logging_level: int = logging.INFO) -> None:
     except ConnectionError as error:
         raise PLNLPError(f"could not connect to {shown} ({_first_line(error)}); start the "
                          f"cluster (`ray start --head`) or {LOCAL_RAY_FIX}.") from error
+    except Exception as error:  # Ray's own start of a local node gave up
+        if address not in LOCAL_RAY:
+            raise
+        raise PLNLPError(f"the local Ray did not start ({_first_line(error)}); run again once "
+                         "the machine has CPU and memory to spare (a loaded machine delays "
+                         "Ray's start), or set RAY_ADDRESS to a running cluster.") from error
 
 
 def check_ray_address(address: str) -> None:

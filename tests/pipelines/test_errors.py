@@ -227,6 +227,9 @@ ENTRIES: dict[str, Entry] = {
                                       "test_errors_of_ray_init_become_one_sentence"),
     "ray-connect-failed": service("could not connect to",
                                   "test_errors_of_ray_init_become_one_sentence"),
+    "ray-local-start-failed": service("the local Ray did not start (The current node timed "
+                                      "out during startup.)",
+                                      "test_errors_of_ray_init_become_one_sentence"),
     # after the run started
     "data-missing": failure("and could not be downloaded",
                             "test_a_missing_or_damaged_dataset_fails_the_run"),
@@ -709,6 +712,12 @@ def test_errors_of_ray_init_become_one_sentence(mlflow_store, monkeypatch, capsy
 
         monkeypatch.setattr(pipelines.services.ray, "init", refuse)
         assert_refused(entry_id, run_main(SMOKE), capsys.readouterr().err, test)
+    def time_out(*args, **kwargs):  # Ray's start of a local node, on a loaded machine
+        raise Exception("The current node timed out during startup.")
+
+    monkeypatch.delenv("RAY_ADDRESS")
+    monkeypatch.setattr(pipelines.services.ray, "init", time_out)
+    assert_refused("ray-local-start-failed", run_main(SMOKE), capsys.readouterr().err, test)
 
 
 def group_is_gone(pgid: int, within_s: float = 20) -> bool:
