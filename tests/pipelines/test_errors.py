@@ -842,9 +842,9 @@ def train_out_of_gpu_memory(*args, **kwargs):
 def test_gpu_out_of_memory_in_a_train_worker_names_the_settings(
     ray_session, mlflow_store, standin_root, monkeypatch, capsys,
 ):
-    import pipelines.stages
+    import components.train_and_evaluate
 
-    monkeypatch.setattr(pipelines.stages, "train", train_out_of_gpu_memory)
+    monkeypatch.setattr(components.train_and_evaluate, "train", train_out_of_gpu_memory)
     code = run_main([*SMOKE, "--data-root", str(standin_root), *STANDIN])
     line = assert_refused("gpu-out-of-memory", code, capsys.readouterr().err,
                           "test_gpu_out_of_memory_in_a_train_worker_names_the_settings")
@@ -889,12 +889,12 @@ def test_a_graph_too_dense_to_sample_fails_the_run(ray_session, mlflow_store, tm
 def test_a_candidate_pool_larger_than_the_graph_fails_before_training(
     ray_session, mlflow_store, standin_root, monkeypatch, capsys,
 ):
-    import pipelines.stages
+    import components.train_and_evaluate
 
     def never_trained(*args, **kwargs):
         raise AssertionError("training started")
 
-    monkeypatch.setattr(pipelines.stages, "train", never_trained)
+    monkeypatch.setattr(components.train_and_evaluate, "train", never_trained)
     code = run_main([*SMOKE, "--data-root", str(standin_root), *STANDIN,
                      "--set", "sampler=hard", "--set", "candidate_pool=100000"])
     assert_refused("candidate-pool-too-large", code, capsys.readouterr().err,
@@ -905,12 +905,12 @@ def test_a_candidate_pool_larger_than_the_graph_fails_before_training(
 @pytest.mark.slow
 def test_any_other_failure_marks_the_run_failed(ray_session, mlflow_store, standin_root,
                                                 monkeypatch, capsys):
-    import pipelines.stages
+    import components.train_and_evaluate
 
     def full_disk(*args, **kwargs):
         raise OSError(28, "the disk is full")
 
-    monkeypatch.setattr(pipelines.stages, "train", full_disk)
+    monkeypatch.setattr(components.train_and_evaluate, "train", full_disk)
     code = run_main([*SMOKE, "--data-root", str(standin_root), *STANDIN])
     assert_refused("other-failure", code, capsys.readouterr().err,
                    "test_any_other_failure_marks_the_run_failed")
