@@ -28,18 +28,23 @@ def ray_session(cache_dir: Path):
     ray.shutdown()
 
 
-@pytest.fixture
-def mlflow_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A fresh SQLite MLflow store, with artifacts beside it."""
+def use_tracking_store(uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """MLflow at ``uri`` for one test, run from ``tmp_path`` (where a local
+    store keeps its artifacts); runs the test left open are ended after it."""
     import mlflow
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     mlflow.set_tracking_uri(uri)
     yield uri
     while mlflow.active_run() is not None:
         mlflow.end_run()
+
+
+@pytest.fixture
+def mlflow_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh SQLite MLflow store, with artifacts beside it."""
+    yield from use_tracking_store(f"sqlite:///{tmp_path / 'mlflow.db'}", tmp_path, monkeypatch)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
+from tests.conftest import use_tracking_store
 from tests.processes import free_port, pipeline_env, process_group
 from tests.standin import write_ddi_standin
 
@@ -69,14 +70,7 @@ def tracking_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 def server_store(tracking_server: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
     """The tracking server as the process's MLflow store."""
-    import mlflow
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_server)
-    mlflow.set_tracking_uri(tracking_server)
-    yield tracking_server
-    while mlflow.active_run() is not None:
-        mlflow.end_run()
+    yield from use_tracking_store(tracking_server, tmp_path, monkeypatch)
 
 
 def write_space(tmp_path: Path, text: str) -> Path:
