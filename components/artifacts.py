@@ -68,10 +68,13 @@ class TrainArtifact:
     """The best checkpoint (``train``'s output): ``checkpoint_dir`` holds
     ``model.pt`` (a ``state_dict``), chosen by validation; ``fit_seconds``
     is how long the training loop took, epochs, evaluations, checkpoints and
-    reports included (of the last attempt, after a restart)."""
+    reports included (of the last attempt, after a restart); ``startup``
+    holds rank 0's start-up marks (see :mod:`components.startup`) when the
+    last attempt started from scratch."""
 
     checkpoint_dir: str
     best_epoch: int
     best_metrics: dict[str, float]
     history: list[dict[str, float]] = field(default_factory=list)
     fit_seconds: float = 0.0
+    startup: dict[str, float] = field(default_factory=dict)

@@ -6,13 +6,14 @@ import ray
 import torch
 
 from components.artifacts import DatasetArtifact, TrainArtifact
+from components.checkpoints import CHECKPOINT_FILE
 from components.parquet_io import read_split
 from components.scheduling import ANYWHERE
-from components.train import CHECKPOINT_FILE
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.evaluation import evaluate
 from plnlp_core.experiment import build_input_adjacency, build_model, input_edges
 from plnlp_core.heuristics import heuristic_metrics
+from plnlp_core.training import set_matmul_precision
 
 
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
@@ -20,14 +21,21 @@ def evaluate_checkpoint(
     dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig,
 ) -> dict[str, float]:
     """Validation and test metrics of the best checkpoint, keyed
-    ``final_<split>_<metric>`` (e.g. ``final_test_hits_20``)."""
+    ``final_<split>_<metric>`` (e.g. ``final_test_hits_20``), computed on
+    the GPU when the task was granted one (ask with
+    :meth:`components.workers.WorkerGroup.task_resources`)."""
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     split = read_split(Path(dataset.directory))
     adj, _ = build_input_adjacency(split, config)
     model = build_model(config, split.info, split.num_nodes)
-    state = torch.load(Path(trained.checkpoint_dir) / CHECKPOINT_FILE, weights_only=True)
+    state = torch.load(Path(trained.checkpoint_dir) / CHECKPOINT_FILE, weights_only=True,
+                       map_location=device)
     model.load_state_dict(state)
+    model.to(device)
+    set_matmul_precision(config.precision)
     splits = {"valid": (split.valid_pos, split.valid_neg), "test": (split.test_pos, split.test_neg)}
-    metrics = evaluate(model, split.info, split.x, adj, splits, config.eval_batch_size)
+    x = None if split.x is None else split.x.to(device)
+    metrics = evaluate(model, split.info, x, adj.to(device), splits, config.eval_batch_size)
     return {f"final_{key}": value for key, value in metrics.items()}
 
 

@@ -12,7 +12,7 @@ import ray
 from components.artifacts import DatasetArtifact, DatasetMeta
 from components.parquet_io import write_split
 from components.scheduling import ANYWHERE
-from components.stage_cache import cached
+from components.stage_cache import CacheEntry, cached, lookup
 from plnlp_core.datasets import DATASETS, DatasetInfo, load_ogb, split_type
 from plnlp_core.own_graph import load_own_graph
 
@@ -39,6 +39,30 @@ def load_dataset(dataset: str, data_root: str, cache_root: str) -> DatasetArtifa
         write_split(preloaded if preloaded is not None else load_ogb(info, root), scratch)
 
     entry = cached(Path(cache_root), "load", load_inputs(info, root), write)
+    return DatasetArtifact(str(entry.path), DatasetMeta.read(entry.path))
+
+
+def loaded_dataset(dataset: str, data_root: str, cache_root: str) -> DatasetArtifact | None:
+    """The verified entry :func:`load_dataset` would reuse, read here
+    without a Ray task (which would start a process and import torch and
+    OGB for a lookup); ``None`` when there is none yet."""
+    info = DATASETS.get(dataset)
+    root = Path(data_root).resolve()
+    if not (root / info.dir_name).is_dir():
+        return None
+    return _reused(lookup(Path(cache_root), "load", load_inputs(info, root)))
+
+
+def loaded_own_dataset(path: str, options: "OwnGraphOptions",
+                       cache_root: str) -> DatasetArtifact | None:
+    """As :func:`loaded_dataset`, for :func:`load_own_dataset`'s entry."""
+    return _reused(lookup(Path(cache_root), "load", own_load_inputs(path, options)))
+
+
+def _reused(entry: CacheEntry | None) -> DatasetArtifact | None:
+    if entry is None:
+        return None
+    print(f"reusing cached load output {entry.path}", flush=True)
     return DatasetArtifact(str(entry.path), DatasetMeta.read(entry.path))
 
 
@@ -84,11 +108,16 @@ def load_own_dataset(path: str, options: OwnGraphOptions, cache_root: str) -> Da
         pq.write_table(graph.node_ids, scratch / NODE_IDS_FILE)
         (scratch / REPORT_FILE).write_text(json.dumps(dataclasses.asdict(graph.report)))
 
-    inputs = {"files": _file_stamps([Path(path), *([Path(options.features)]
-                                                   if options.features else [])]),
-              "options": dataclasses.asdict(options), "format": LOAD_FORMAT}
-    entry = cached(Path(cache_root), "load", inputs, write)
+    entry = cached(Path(cache_root), "load", own_load_inputs(path, options), write)
     return DatasetArtifact(str(entry.path), DatasetMeta.read(entry.path))
+
+
+def own_load_inputs(path: str, options: OwnGraphOptions) -> dict:
+    """What the ``load`` entry of a graph of one's own is keyed on: its
+    files' paths, sizes and mtimes, and how it is read."""
+    return {"files": _file_stamps([Path(path), *([Path(options.features)]
+                                                if options.features else [])]),
+            "options": dataclasses.asdict(options), "format": LOAD_FORMAT}
 
 
 def _file_stamps(paths: list[Path]) -> dict[str, list[int]]:

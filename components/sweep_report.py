@@ -4,16 +4,19 @@ import ray
 import ray.train
 from ray.util.queue import Queue
 
+from components.train_report import EPOCHS
+
 EPOCH = "epoch"
 CONTROLLER = "controller"
 
 
 class SweepReporter(ray.train.UserCallback):
-    """Puts each report of an evaluated epoch on ``reports`` as flat
-    metrics: the epoch (the scheduler's time), the training loss and the
-    validation metrics. Test metrics stay out, so the test set never steers
-    a sweep; reports of epochs without evaluation, and of the last epoch
-    (the trial reports it with its final metrics), pass nothing. The first
+    """Puts each evaluated epoch a report carries (one report may carry
+    several: see :class:`components.epoch_reporter.EpochReporter`) on
+    ``reports`` as flat metrics: the epoch (the scheduler's time), the
+    training loss and the validation metrics. Test metrics stay out, so the
+    test set never steers a sweep; epochs without evaluation, and the last
+    epoch (the trial reports it with its final metrics), pass nothing. The first
     report also puts ``{"controller": <the Train controller's handle>}``,
     with which the trial aborts its training when Tune stops it.
 
@@ -37,9 +40,9 @@ class SweepReporter(ray.train.UserCallback):
         if not self.announced:
             self.reports.put({CONTROLLER: ray.get_runtime_context().current_actor})
             self.announced = True
-        report = metrics[0]  # rank 0's: the only one that evaluates
-        if self.metric not in report or int(report[EPOCH]) >= self.epochs:
-            return
-        passed = {key: float(value) for key, value in report.items()
-                  if key.startswith("valid_") or key in ("train_loss", "train_score_gap")}
-        self.reports.put({**passed, EPOCH: int(report[EPOCH])})
+        for row in metrics[0].get(EPOCHS, []):  # rank 0's: the only one that evaluates
+            if self.metric not in row or int(row[EPOCH]) >= self.epochs:
+                continue
+            passed = {key: float(value) for key, value in row.items()
+                      if key.startswith("valid_") or key in ("train_loss", "train_score_gap")}
+            self.reports.put({**passed, EPOCH: int(row[EPOCH])})

@@ -13,10 +13,10 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 from ray import tune
 
+from components.checkpoints import CHECKPOINTS_TAG
 from components.plots import plot_metric_by_setting
 from components.sweep_report import EPOCH
 from components.tracking import FAILURE_TAG, log_validation_curves
-from components.train import CHECKPOINTS_TAG
 
 TRIAL_TAG = "plnlp.trial_id"
 STOPPED_EARLY_TAG = "stopped_early"

@@ -30,8 +30,8 @@ class SweepTrial(tune.Trainable):
 
     ``options`` holds ``tracking_uri``, ``experiment_id``, ``parent_run_id``,
     ``metric`` (the validation metric compared), ``workers`` (a
-    :class:`components.workers.WorkerGroup`), ``checkpoints`` (a folder) and
-    ``max_failures``.
+    :class:`components.workers.WorkerGroup`), ``checkpoints`` (a folder),
+    ``max_failures`` and ``decision_epochs`` (the scheduler's rungs).
     """
 
     def setup(self, config: dict, base: dict, dataset: DatasetArtifact,
@@ -56,7 +56,7 @@ class SweepTrial(tune.Trainable):
                 log_config(config, asdict(options["workers"]))
                 self.final = train_and_evaluate(
                     dataset, config, options["workers"], Path(options["checkpoints"]),
-                    options["max_failures"], [reporter])
+                    options["max_failures"], [reporter], options.get("decision_epochs", ()))
         except BaseException as error:  # re-raised by step, which Tune watches
             self.error = error
 

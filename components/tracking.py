@@ -3,16 +3,13 @@ curve, checkpoint and final metrics."""
 import json
 import statistics
 import tempfile
-import time
 from collections.abc import Collection, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
 import mlflow
 import pandas as pd
-import ray.train
 import yaml
-from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
 from components.artifacts import DatasetArtifact, TrainArtifact
@@ -22,7 +19,6 @@ from plnlp_core.config import PLNLPConfig
 from plnlp_core.own_graph import GraphReport
 
 FAILURE_TAG = "failure_reason"
-MLFLOW_BATCH = 1000  # metrics MLflow takes in one log_batch
 
 
 def log_config(config: PLNLPConfig, extra: dict[str, object],
@@ -91,38 +87,9 @@ def mark_failed(reason: str) -> None:
         mlflow.end_run(status="FAILED")
 
 
-class EpochLogger(ray.train.UserCallback):
-    """Logs each epoch to an MLflow run from Ray Train's controller, once
-    the report whose checkpoint holds it has reached the controller. A
-    report lost with a dying worker is never logged: training restarts from
-    an earlier checkpoint and reports those epochs again. Epochs MLflow
-    already holds (a run that goes on with ``--resume``) are not logged twice.
 
-    Args:
-        tracking_uri (str): The MLflow tracking URI.
-        run_id (str): The run to log to.
-    """
-
-    def __init__(self, tracking_uri: str, run_id: str) -> None:
-        self.tracking_uri = tracking_uri
-        self.run_id = run_id
-        self.logged_through: int | None = None
-
-    def after_report(
-        self, run_context: object, metrics: list[dict], checkpoint: ray.train.Checkpoint | None,
-    ) -> None:
-        client = MlflowClient(self.tracking_uri)
-        if self.logged_through is None:
-            logged = client.get_metric_history(self.run_id, "train_loss")
-            self.logged_through = max((m.step for m in logged), default=0)
-        report = metrics[0]
-        now = int(time.time() * 1000)
-        rows = [row for row in report.get("epochs", []) if row["epoch"] > self.logged_through]
-        logged = [Metric(key, float(value), now, int(row["epoch"]))
-                  for row in rows for key, value in row.items() if key != "epoch"]
-        if "restored_from_epoch" in report:
-            epoch = int(report["restored_from_epoch"])
-            logged.append(Metric("restored_from_epoch", epoch, now, epoch))
-        for start in range(0, len(logged), MLFLOW_BATCH):
-            client.log_batch(self.run_id, metrics=logged[start:start + MLFLOW_BATCH])
-        self.logged_through = max([self.logged_through, *(int(r["epoch"]) for r in rows)])
+def median_epoch_interval(client: MlflowClient, run_id: str) -> float:
+    """The median wall time between consecutive epochs of a run, from the
+    timestamps of its ``train_loss`` (each epoch's end)."""
+    ends = sorted(m.timestamp for m in client.get_metric_history(run_id, "train_loss"))
+    return statistics.median(b - a for a, b in zip(ends, ends[1:], strict=False)) / 1000

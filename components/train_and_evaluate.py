@@ -2,6 +2,7 @@
 and a sweep each trial, recorded in the active MLflow run."""
 import shutil
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 import mlflow
@@ -10,9 +11,11 @@ import ray.train
 
 from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
 from components.augment import augment
+from components.checkpoints import CHECKPOINTS_TAG
 from components.evaluate import evaluate_checkpoint
+from components.startup import DRIVER_MARKS, startup_phases
 from components.tracking import log_training
-from components.train import CHECKPOINTS_TAG, train
+from components.train import train
 from components.workers import WorkerGroup
 from plnlp_core.config import PLNLPConfig
 
@@ -20,16 +23,20 @@ from plnlp_core.config import PLNLPConfig
 def train_and_evaluate(
     dataset: DatasetArtifact, config: PLNLPConfig, workers: WorkerGroup, checkpoints: Path,
     max_failures: int = 3, callbacks: list[ray.train.UserCallback] = (),
+    decision_epochs: Collection[int] = (),
 ) -> dict[str, float]:
     """One seed of one config in the active MLflow run: its random walks
     (when it uses them), :func:`train_in_run`, then the best checkpoint's
-    ``final_*`` metrics, logged and returned. The training checkpoints are
-    removed once MLflow holds the best model."""
+    ``final_*`` metrics, logged and returned; the evaluation holds what a
+    training worker holds (its GPU, or its CPUs as threads). The training
+    checkpoints are removed once MLflow holds the best model."""
     config.validate_graph(dataset.meta.num_nodes)
     cache_root = str(Path(dataset.directory).parent)  # walks are cached beside their splits
     walks = augment(dataset, config, cache_root) if config.uses_random_walk else None
-    trained = train_in_run(dataset, walks, config, workers, checkpoints, max_failures, callbacks)
-    final = ray.get(evaluate_checkpoint.remote(dataset, trained, config))
+    trained = train_in_run(dataset, walks, config, workers, checkpoints, max_failures, callbacks,
+                           decision_epochs)
+    final = ray.get(evaluate_checkpoint.options(**workers.task_resources())
+                    .remote(dataset, trained, config))
     mlflow.log_metrics(final)
     shutil.rmtree(checkpoints / mlflow.active_run().info.run_id, ignore_errors=True)
     return final
@@ -38,24 +45,37 @@ def train_and_evaluate(
 def train_in_run(
     dataset: DatasetArtifact, walks: WalkArtifact | None, config: PLNLPConfig,
     workers: WorkerGroup, checkpoints: Path, max_failures: int = 3,
-    callbacks: list[ray.train.UserCallback] = (),
+    callbacks: list[ray.train.UserCallback] = (), decision_epochs: Collection[int] = (),
 ) -> TrainArtifact:
     """Trains ``config`` in the active MLflow run, which records every
     epoch, the best epoch, the timings, the best checkpoint and the learning
     curve. Training checkpoints go to ``checkpoints/<run id>`` (the run's
     ``plnlp.checkpoints`` tag), kept until the caller is done, so that
     ``--resume`` can go on from them. ``callbacks`` see Train's reports (a
-    sweep trial's :class:`components.sweep_report.SweepReporter`)."""
+    sweep trial's :class:`components.sweep_report.SweepReporter`, with its
+    scheduler's ``decision_epochs``). The first training of this process
+    also logs where its start-up went (``startup_*_s``, see
+    :mod:`components.startup`)."""
     config.validate_graph(dataset.meta.num_nodes)
     run_id = mlflow.active_run().info.run_id
     storage = checkpoints / run_id
     mlflow.set_tag(CHECKPOINTS_TAG, str(storage))
     start = time.perf_counter()
     trained = train(dataset, walks, config, str(storage), workers, mlflow.get_tracking_uri(),
-                    run_id, max_failures, callbacks)
+                    run_id, max_failures, callbacks, decision_epochs)
     mlflow.log_metrics({"best_epoch": trained.best_epoch,
                         "train_stage_seconds": time.perf_counter() - start,
-                        "fit_seconds": trained.fit_seconds})
+                        "fit_seconds": trained.fit_seconds, **first_startup(trained)})
     log_training(trained, dataset.meta.metric.replace("@", "_"),
                  mlflow.active_run().info.run_name)
     return trained
+
+
+def first_startup(trained: TrainArtifact) -> dict[str, float]:
+    """The start-up phases of this process's first training (later seeds
+    of a run start from a warm Ray and say nothing)."""
+    if "first_epoch" in DRIVER_MARKS or "first_epoch" not in trained.startup:
+        return {}
+    marks = {**DRIVER_MARKS, **trained.startup}
+    DRIVER_MARKS["first_epoch"] = marks["first_epoch"]
+    return startup_phases(marks)

@@ -4,6 +4,8 @@ import logging
 import re
 from collections.abc import Callable
 
+from components.startup import describe_startup
+
 # Lines Ray's processes print that say something went wrong.
 _TROUBLE = re.compile(r"Error|ERROR|Exception|Traceback|WARNING|Warning|Killed|OOM|died")
 # Ray's own notices that look like trouble and are not: a deprecation inside
@@ -62,6 +64,9 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
     lines = ["", f"run {run.info.run_name} finished"]
     if best is not None:
         lines.append(f"  best epoch     {int(best)} (by valid_{main_metric})")
+    startup = describe_startup(run.data.metrics)
+    if startup is not None:
+        lines.append(f"  start          {startup}")
     for split in ("valid", "test"):
         shown = [f"{key.split(f'final_{split}_')[1]} {value:.4f}"
                  for key, value in sorted(final.items()) if key.startswith(f"final_{split}_")]

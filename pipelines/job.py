@@ -14,6 +14,7 @@ import mlflow
 import ray
 import torch
 
+from components.startup import mark
 from components.tracking import mark_failed
 from components.workers import WorkerGroup
 from pipelines.interrupts import SignalGuard, stop
@@ -78,6 +79,7 @@ def execute(
             mlflow.set_experiment_tag(EXPERIMENT_KIND_TAG, "custom_model_development")
             work = Path(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
             run = mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name)
+            mark("mlflow_run")
             result = job(work)
             guard.raise_if_received()  # a library that swallowed the interrupt
             mlflow.end_run()

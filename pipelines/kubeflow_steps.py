@@ -19,10 +19,10 @@ import yaml
 
 from components.artifacts import DatasetArtifact, DatasetMeta, TrainArtifact, WalkArtifact
 from components.augment import augment
+from components.checkpoints import checkpoint_root
 from components.evaluate import evaluate_checkpoint
 from components.stage_cache import stage_cache_root
 from components.tracking import log_config, log_graph
-from components.train import checkpoint_root
 from components.train_and_evaluate import train_in_run
 from pipelines.cli import graph_source, parse_args, plan_run, worker_group
 from pipelines.console import quiet_console

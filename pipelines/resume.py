@@ -10,7 +10,7 @@ from mlflow.entities import Run
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from components.train import CHECKPOINTS_TAG, SHAPES_FILE
+from components.checkpoints import CHECKPOINTS_TAG, SHAPES_FILE
 from pipelines.cli import GraphSource, RunPlan, parse_overrides
 from pipelines.services import check_tracking_store
 from plnlp_core.config import PLNLPConfig

@@ -12,6 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone, or by ray job
 
+from components.startup import mark_command_start  # noqa: E402
 from pipelines.cli import RunPlan, parse_args, plan_run, preset_name, worker_group  # noqa: E402
 from plnlp_core.errors import PLNLPError  # noqa: E402
 
@@ -27,25 +28,29 @@ def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
     import mlflow
     import ray
 
+    from components.checkpoints import checkpoint_root
     from components.evaluate import evaluate_heuristic
+    from components.startup import mark
     from components.tracking import (
         log_config,
         log_graph,
         log_validation_curves,
         summary_metrics,
     )
-    from components.train import checkpoint_root
     from components.train_and_evaluate import train_and_evaluate
     from pipelines.stages import load
 
     dataset = load(args, plan.source)
+    mark("load")
     log_graph(dataset)
     extra = {"model": plan.model, "runs": plan.runs, "max_failures": args.max_failures,
              **asdict(worker_group(args))}
     if plan.run_id is None:
         log_config(plan.config, extra)
     if plan.model != "plnlp":
-        final = ray.get(evaluate_heuristic.remote(dataset, plan.model.split(":")[1], plan.config))
+        # scipy's sparse products run on CPUs alone: as many as a worker holds
+        final = ray.get(evaluate_heuristic.options(num_cpus=args.cpus_per_worker).remote(
+            dataset, plan.model.split(":")[1], plan.config))
         mlflow.log_metrics(final)
         return final
     checkpoints = checkpoint_root(args.work_dir)
@@ -91,17 +96,20 @@ def run_name(args: argparse.Namespace, plan: RunPlan, seeds: str | None = None) 
 
 
 def main(argv: list[str] | None = None) -> int:
+    mark_command_start()
     args = parse_args(argv)
     try:
         plan = plan_run(args)
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    from components.startup import mark
     from pipelines.console import print_summary, quiet_console
     from pipelines.job import execute, prepare
 
     if prepare(lambda: plan, worker_group(args), args.verbose) is None:
         return 2
+    mark("ray")
     quiet_console(args.verbose)
     experiment = args.experiment or f"plnlp-{plan.source.info.name}"
     outcome = execute(experiment, run_name(args, plan), args.work_dir,

@@ -178,7 +178,11 @@ def connect_ray(logging_level: int = logging.INFO) -> None:
     check_ray_address(address)
     shown = f"RAY_ADDRESS={address}" if address else "the local Ray"
     try:
-        ray.init(ignore_reinit_error=True, logging_level=logging_level)
+        # A local Ray of one's own runs without the dashboard: its dozen
+        # processes took 3 s of a 2-core laptop's start (`ray start --head`
+        # and RAY_ADDRESS give one).
+        ray.init(ignore_reinit_error=True, logging_level=logging_level,
+                 include_dashboard=None if address else False)
     except ray.exceptions.AuthenticationError as error:
         raise PLNLPError(f"Ray refused to connect to {shown} ({_first_line(error)}); "
                          f"{TOKEN_FIX}.") from error

@@ -6,7 +6,13 @@ from pathlib import Path
 import ray
 
 from components.artifacts import DatasetArtifact
-from components.load import OwnGraphOptions, load_dataset, load_own_dataset
+from components.load import (
+    OwnGraphOptions,
+    load_dataset,
+    load_own_dataset,
+    loaded_dataset,
+    loaded_own_dataset,
+)
 from components.stage_cache import stage_cache_root
 from pipelines.cli import GraphSource
 from plnlp_core.datasets import resolve_data_root
@@ -14,12 +20,17 @@ from plnlp_core.datasets import resolve_data_root
 
 def load(args: argparse.Namespace, source: GraphSource) -> DatasetArtifact:
     """The ``load`` stage of ``source``: an OGB dataset under ``--data-root``,
-    or a graph of one's own read as the ``--split`` and graph flags say."""
+    or a graph of one's own read as the ``--split`` and graph flags say. An
+    output already in the stage cache is taken here; only a new one takes
+    a Ray task."""
     cache = str(stage_cache_root(args.work_dir))
     if source.path is None:
         data_root = str(resolve_data_root(args.data_root).resolve())
-        return ray.get(load_dataset.remote(source.info.name, data_root, cache))
+        return loaded_dataset(source.info.name, data_root, cache) \
+            or ray.get(load_dataset.remote(source.info.name, data_root, cache))
     features = str(Path(args.node_features).resolve()) if args.node_features else None
     options = OwnGraphOptions(args.split, args.split_seed, args.directed, features,
                               source.info.hits_k)
-    return ray.get(load_own_dataset.remote(str(source.path.resolve()), options, cache))
+    path = str(source.path.resolve())
+    return loaded_own_dataset(path, options, cache) \
+        or ray.get(load_own_dataset.remote(path, options, cache))

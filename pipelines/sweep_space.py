@@ -221,6 +221,18 @@ class SearchSpace:
 
         return ASHAScheduler(time_attr=EPOCH, **self.asha)
 
+    def decision_epochs(self) -> list[int]:
+        """The epochs at which ASHA decides (its rungs: ``grace_period``
+        times powers of ``reduction_factor`` up to ``max_t``), which a
+        trial reports at once; none without a scheduler."""
+        if self.asha is None:
+            return []
+        rungs, epoch = [], self.asha["grace_period"]
+        while epoch <= self.asha["max_t"]:
+            rungs.append(epoch)
+            epoch *= self.asha["reduction_factor"]
+        return rungs
+
     def describe(self) -> dict[str, object]:
         """The search settings, as the sweep's MLflow params."""
         return {"search_space": str(self.path), "searched": ",".join(self.searched),

@@ -82,6 +82,7 @@ def sweep(args: argparse.Namespace, space: SearchSpace, source: GraphSource,
     import ray
     from ray import tune
 
+    from components.checkpoints import checkpoint_root
     from components.sweep_tracking import (
         TrialOutcomes,
         close_trial_runs,
@@ -90,7 +91,6 @@ def sweep(args: argparse.Namespace, space: SearchSpace, source: GraphSource,
     )
     from components.sweep_trial import SweepTrial
     from components.tracking import log_config
-    from components.train import checkpoint_root
     from pipelines.job import describe_failure
     from pipelines.stages import load
 
@@ -102,7 +102,8 @@ def sweep(args: argparse.Namespace, space: SearchSpace, source: GraphSource,
     options = {"tracking_uri": mlflow.get_tracking_uri(), "metric": space.metric,
                "checkpoints": str(checkpoint_root(args.work_dir)),
                "max_failures": args.max_failures, "parent_run_id": parent.info.run_id,
-               "experiment_id": parent.info.experiment_id, "workers": workers}
+               "experiment_id": parent.info.experiment_id, "workers": workers,
+               "decision_epochs": space.decision_epochs()}
     outcomes = TrialOutcomes(describe_failure)
     trainable = tune.with_parameters(SweepTrial, base=space.base.to_dict(), dataset=dataset,
                                      options=options)

@@ -27,7 +27,12 @@ from plnlp_core.losses import WEIGHTED_LOSSES
 from plnlp_core.nn import ENCODER_LEVELS, GNNEncoder, NodeInput, PLNLPModel
 from plnlp_core.random_walk import random_walk_pairs, walk_starts
 from plnlp_core.sampling import SAMPLERS, NegativeSampler
-from plnlp_core.training import StepOptions, set_matmul_precision, train_epoch
+from plnlp_core.training import (
+    StepOptions,
+    check_precision,
+    set_matmul_precision,
+    train_epoch,
+)
 
 
 def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLPModel:
@@ -150,6 +155,7 @@ def fit(
     """
     core = model.module if hasattr(model, "module") else model
     device = next(core.parameters()).device
+    check_precision(config.precision, device)
     x = None if split.x is None else split.x.to(device)
     graph = graph.to(device)
     sampler = build_sampler(config, split, graph, device)

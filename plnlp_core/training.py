@@ -5,6 +5,7 @@ import torch
 from torch import Tensor, nn
 
 from plnlp_core.config import PLNLPConfig
+from plnlp_core.errors import PLNLPError
 from plnlp_core.losses import LOSSES, LossFn
 from plnlp_core.sampling import NegativeSampler, PairScorer, draw_negatives
 
@@ -171,6 +172,15 @@ def model_scorer(model: nn.Module, x: Tensor | None, adj: Tensor) -> PairScorer:
         return scores.float()
 
     return score
+
+
+def check_precision(precision: str, device: torch.device) -> None:
+    """Refuses ``bf16`` on a GPU that cannot compute in bfloat16 (before
+    Ampere), naming the device, before any training."""
+    if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise PLNLPError(f"precision bf16 needs a GPU that computes in bfloat16, and "
+                         f"{torch.cuda.get_device_name(device)} does not; set precision=fp32 "
+                         "(or tf32 where the GPU has TF32).")
 
 
 def set_matmul_precision(precision: str) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 import mlflow
 import yaml
 
-from components.train import CHECKPOINTS_TAG, SHAPES_FILE
+from components.checkpoints import CHECKPOINTS_TAG, SHAPES_FILE
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import DATASETS
 from plnlp_core.experiment import build_model

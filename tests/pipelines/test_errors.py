@@ -249,6 +249,9 @@ ENTRIES: dict[str, Entry] = {
     "gpu-out-of-memory": failure("out of GPU memory (tried to allocate 2.00 GiB); lower "
                                  "batch_size (now 64) or eval_batch_size (now ",
                                  "test_gpu_out_of_memory_in_a_train_worker_names_the_settings"),
+    "precision-unsupported": failure("precision bf16 needs a GPU that computes in bfloat16, and "
+                                     "Tesla V100-SXM2-16GB does not",
+                                     "test_bf16_on_a_gpu_without_it_is_refused_naming_the_device"),
     "sampler-too-dense": failure("found no non-edge among all pairs; the graph is too dense for "
                                  "this sampler.",
                                  "test_a_graph_too_dense_to_sample_fails_the_run"),
@@ -854,6 +857,21 @@ def test_gpu_out_of_memory_in_a_train_worker_names_the_settings(
     assert run.data.tags[FAILURE_TAG] == line.removeprefix("error: ")
 
 
+def test_bf16_on_a_gpu_without_it_is_refused_naming_the_device(monkeypatch):
+    """Checked by ``fit`` on the worker's device before the first step."""
+    from plnlp_core.training import check_precision
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args: False)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *args: "Tesla V100-SXM2-16GB")
+    with pytest.raises(PLNLPError) as refused:
+        check_precision("bf16", torch.device("cuda"))
+    line = f"error: {refused.value}"
+    assert ENTRIES["precision-unsupported"].expected in line
+    assert_in_catalog("precision-unsupported", line)
+    for precision, device in (("fp32", "cuda"), ("tf32", "cuda"), ("bf16", "cpu")):
+        check_precision(precision, torch.device(device))  # nothing to refuse
+
+
 def test_gpu_out_of_memory_wrapped_by_a_ray_task_is_found():
     import ray.exceptions
 
@@ -1056,6 +1074,38 @@ def test_ctrl_c_during_training_kills_the_run_and_a_rerun_finishes(ddi_root, tmp
     assert [r.info.status for r in runs] == ["KILLED", "FINISHED"]
     assert len(client.get_metric_history(runs[1].info.run_id, "train_loss")) == 30
 
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_driver_during_training_kills_the_run_with_the_epoch_reached(
+        ddi_root, tmp_path):
+    """A job manager's ``kill PID``: SIGTERM to the driver alone, while its
+    Train worker trains."""
+    database = tmp_path / "mlflow.db"
+    env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=f"sqlite:///{database}")
+    argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE,
+            "--data-root", str(ddi_root), "--set", "epochs=200",
+            "--set", "max_batches_per_epoch=2", "--set", "checkpoint_every=50"]
+    with process_group(argv, env, tmp_path, tmp_path / "run.log") as process:
+        deadline = time.monotonic() + 150
+        while train_loss_epoch(database) < 1:
+            assert process.poll() is None and time.monotonic() < deadline, \
+                (tmp_path / "run.log").read_text()[-3000:]
+            time.sleep(0.5)
+        os.kill(process.pid, signal.SIGTERM)
+        code = process.wait(timeout=60)
+        assert group_is_gone(process.pid), "Ray outlived the terminated job"
+    output = (tmp_path / "run.log").read_text()
+    assert "Traceback" not in output, output[-3000:]
+    err = [line for line in output.splitlines() if line.startswith(("interrupted:", "error:"))]
+    assert code == 143 and len(err) == 1, output[-3000:]
+    assert ENTRIES["interrupted-sigterm"].expected in err[0]
+    killed = only_run(f"sqlite:///{database}")
+    history = MlflowClient(f"sqlite:///{database}").get_metric_history(
+        killed.info.run_id, "train_loss")
+    assert killed.info.status == "KILLED"
+    assert killed.data.tags[EPOCH_TAG] == str(max(m.step for m in history)) != "0"
+    assert killed.data.tags[FAILURE_TAG] == "interrupted by SIGTERM"
 
 # Two runs at once ---------------------------------------------------------------------------
 

@@ -1,0 +1,194 @@
+"""What a Train worker does after each epoch: print it, checkpoint it, and
+report it to Ray Train's controller when a report is worth its cost."""
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Collection
+from pathlib import Path
+
+import ray.train
+import ray.train.torch
+import torch
+import torch.distributed as dist
+
+from components.checkpoints import (
+    BEST_DIR,
+    BEST_FILE,
+    CHECKPOINT_FILE,
+    HISTORY_FILE,
+    SHAPES_FILE,
+    TIMING_FILE,
+    model_shapes,
+)
+from components.train_report import EPOCHS, RESTORED_FROM, WALL_TIME
+from plnlp_core.experiment import EpochResult
+
+REPORT_GAP_S = 3.0
+"""Fewest seconds between two reports, but for the last epoch's and a
+sweep scheduler's decision points; a checkpoint due sooner waits for it.
+
+Why: in Ray 2.60 a worker's ``ray.train.report`` puts its result in a
+queue of one slot, which Train's controller empties when it polls its
+workers, every ``RAY_TRAIN_HEALTH_CHECK_INTERVAL_S`` (2 s). A report per
+epoch therefore waits up to 2 s for the previous one to be taken, however
+short the epoch (0.2 s on a GPU). Spaced beyond the poll, a report finds
+the slot free and costs milliseconds. (Lowering the poll interval is a
+process-wide knob of the controller that costs it CPU; it is not needed.)"""
+REPORT_INTERVAL_S = 10.0
+"""Seconds after which an epoch reports without a checkpoint, so that
+MLflow follows the run; every report carries all the epochs since the
+previous one, so MLflow still gets each epoch once."""
+NO_REPORT, METRICS, CHECKPOINT = 0, 1, 2
+
+
+class EpochReporter:
+    """Called after every epoch on every worker. Rank 0 prints one progress
+    line per epoch and decides whether the epoch reports to Ray Train; every
+    rank then reports, as Train pairs the ranks' reports. An epoch reports
+    with a checkpoint of each worker's state after the last epoch, and when
+    ``checkpoint_every`` epochs have passed since the previous checkpoint
+    and :data:`REPORT_GAP_S` since the previous report; without one when it
+    is evaluated and reaches one of ``decision_epochs`` (a sweep scheduler's
+    rungs, so that Tune decides without delay), when it is the first (MLflow
+    shows the run at once), or when :data:`REPORT_INTERVAL_S` have passed.
+
+    Rank 0's reports carry the epochs since the previous one (see
+    :mod:`components.train_report`)
+    for :class:`components.epoch_logger.EpochLogger` and, in a sweep,
+    :class:`components.sweep_report.SweepReporter`; its checkpoints' timing
+    holds the start-up marks.
+
+    Args:
+        epochs (int): The run's last epoch.
+        checkpoint_every (int): Epochs between checkpoints.
+        main_metric (str): The metric shown, e.g. ``hits_20``.
+        rank (int): This worker's rank.
+        world_size (int): Number of workers.
+        history (list, optional): The epochs before a restart.
+        decision_epochs (Collection[int]): Epochs a scheduler decides at.
+        startup (dict, optional): This worker's start-up marks (see
+            :mod:`components.startup`); the first epoch's end is added.
+    """
+
+    def __init__(
+        self, epochs: int, checkpoint_every: int, main_metric: str, rank: int, world_size: int,
+        history: list[dict[str, float]] | None = None, decision_epochs: Collection[int] = (),
+        startup: dict[str, float] | None = None,
+    ) -> None:
+        self.epochs = epochs
+        self.checkpoint_every = checkpoint_every
+        self.main_metric = main_metric
+        self.rank = rank
+        self.world_size = world_size
+        self.history: list[dict[str, float]] = list(history or [])
+        self.decision_epochs = sorted(decision_epochs)
+        self.startup = startup
+        self.pending: list[dict[str, float]] = []
+        self.restored_from: int | None = None
+        self.first_epoch = len(self.history) + 1
+        self.last_reported_epoch = self.last_checkpoint_epoch = len(self.history)
+        self.last_report = float("-inf")
+        self.started = time.perf_counter()  # fit starts next
+
+    def restarted(self, epoch: int) -> None:
+        """Notes that training goes on after ``epoch``, said with the next report."""
+        self.restored_from = epoch
+        if self.rank == 0:
+            print(f"restarting after epoch {epoch} from its checkpoint", file=sys.__stdout__,
+                  flush=True)
+
+    def __call__(self, result: EpochResult) -> None:
+        now = time.time()
+        if self.startup is not None:
+            self.startup.setdefault("first_epoch", now)
+        decision = self._decide(result) if self.rank == 0 else NO_REPORT
+        loss, gap, decision = self._across_workers(result.train_loss, result.score_gap, decision)
+        metrics = {"epoch": result.epoch, "train_loss": loss, "train_score_gap": gap,
+                   "epoch_seconds": result.seconds, **result.metrics}
+        if self.rank == 0:
+            self.history.append(metrics)
+            self.pending.append({**metrics, WALL_TIME: now})
+            self._print(metrics)
+        if decision == CHECKPOINT:
+            self._checkpoint(result, metrics)
+        elif decision == METRICS:
+            self._report(metrics)
+
+    def _decide(self, result: EpochResult) -> int:
+        """How this epoch reports (see the class)."""
+        if result.epoch == self.epochs:
+            return CHECKPOINT
+        since = time.perf_counter() - self.last_report
+        if result.epoch - self.last_checkpoint_epoch >= self.checkpoint_every \
+                and since >= REPORT_GAP_S:
+            return CHECKPOINT
+        decides = bool(result.metrics) and any(
+            self.last_reported_epoch < epoch <= result.epoch for epoch in self.decision_epochs)
+        return METRICS if decides or since >= REPORT_INTERVAL_S else NO_REPORT
+
+    def _checkpoint(self, result: EpochResult, metrics: dict[str, float]) -> None:
+        state = result.snapshot()
+        with tempfile.TemporaryDirectory() as scratch:
+            directory = Path(scratch)
+            state.save(directory, self.rank)
+            if self.rank == 0:
+                self._write_rank0_files(directory, state)
+            self._report(metrics, ray.train.Checkpoint.from_directory(directory))
+        self.last_checkpoint_epoch = result.epoch
+
+    def _write_rank0_files(self, directory: Path, state: object) -> None:
+        """The history, shapes, timing and best model of the checkpoint layout."""
+        (directory / HISTORY_FILE).write_text(json.dumps(self.history))
+        (directory / SHAPES_FILE).write_text(json.dumps(model_shapes(state.model)))
+        timing = {"fit_seconds": time.perf_counter() - self.started,
+                  "startup": self.startup or {}}
+        (directory / TIMING_FILE).write_text(json.dumps(timing))
+        if state.best_state is not None:
+            (directory / BEST_DIR).mkdir()
+            torch.save(state.best_state, directory / BEST_DIR / CHECKPOINT_FILE)
+            best = {"epoch": state.best_epoch, "metrics": state.best_metrics}
+            (directory / BEST_DIR / BEST_FILE).write_text(json.dumps(best))
+
+    def _report(self, metrics: dict[str, float],
+                checkpoint: ray.train.Checkpoint | None = None) -> None:
+        """Reports ``metrics`` with the epochs since the last report."""
+        report = {**metrics, EPOCHS: self.pending}
+        if self.restored_from is not None:
+            report[RESTORED_FROM] = self.restored_from
+        ray.train.report(report, checkpoint=checkpoint)
+        self.pending, self.restored_from = [], None
+        self.last_reported_epoch, self.last_report = int(metrics["epoch"]), time.perf_counter()
+
+    def _across_workers(self, loss: float, gap: float, decision: int) -> tuple[float, float, int]:
+        """The loss and score gap averaged over the workers, and rank 0's
+        decision (the others pass ``NO_REPORT``), in one collective."""
+        if self.world_size == 1:
+            return loss, gap, decision
+        total = torch.tensor([loss, gap, decision], dtype=torch.float64,
+                             device=ray.train.torch.get_device())
+        dist.all_reduce(total)  # on the workers' device: NCCL takes no CPU tensors
+        loss, gap, decision = total.tolist()
+        return loss / self.world_size, gap / self.world_size, int(decision)
+
+    def _print(self, metrics: dict[str, float]) -> None:
+        """``epoch 12/500  loss 0.41234  valid_hits_20 0.6123  test_hits_20
+        0.5871  2.4 s  ETA 19m32s``: the ETA from the mean wall time of this
+        attempt's epochs, evaluations and checkpoints included."""
+        epoch = int(metrics["epoch"])
+        keys = (f"valid_{self.main_metric}", f"test_{self.main_metric}")
+        shown = [f"{key} {metrics[key]:.4f}" for key in keys if key in metrics]
+        per_epoch = (time.perf_counter() - self.started) / (epoch - self.first_epoch + 1)
+        line = "  ".join([f"epoch {epoch}/{self.epochs}", f"loss {metrics['train_loss']:.5f}",
+                          *shown, f"{metrics['epoch_seconds']:.1f} s",
+                          f"ETA {_duration(per_epoch * (self.epochs - epoch))}"])
+        # Ray Train tees a plain print to stdout and its logger; write once.
+        print(line, file=sys.__stdout__, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    """``42s``, ``19m32s`` or ``3h05m``."""
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes \
+        else f"{secs}s"

@@ -1,0 +1,76 @@
+"""Ray Train's per-worker function of the ``train`` stage: everything it
+needs arrives in its config, the same on a laptop and on every DDP worker."""
+import json
+import logging
+from pathlib import Path
+
+import ray.train
+import ray.train.torch
+import torch
+
+from components.checkpoints import HISTORY_FILE
+from components.epoch_reporter import EpochReporter
+from components.parquet_io import read_split
+from components.startup import mark
+from components.walk_rounds import ParquetWalkRounds
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.experiment import build_input_adjacency, build_model, fit, training_positives
+from plnlp_core.fit_state import FitState
+from plnlp_core.graph import TrainingGraph
+
+
+def train_worker(loop_config: dict) -> None:
+    """Trains ``loop_config["config"]`` on the split in ``dataset_dir``
+    with this worker's share of the positives and of the ``walks`` rounds
+    (rows ``rank::world_size``), going on from the latest checkpoint after a
+    restart; reports as :class:`EpochReporter` says, a sweep's
+    ``decision_epochs`` included. Each worker reads the split itself: it
+    needs the whole graph for message passing anyway, and its share of the
+    positives is then a slice, with no Ray Data pipeline to start."""
+    startup: dict[str, float] = {}
+    mark("workers", startup)
+    config = PLNLPConfig.from_mapping(loop_config["config"])
+    quiet_ray_logs()
+    context = ray.train.get_context()
+    rank, world_size = context.get_world_rank(), context.get_world_size()
+    split = read_split(Path(loop_config["dataset_dir"]))
+    mark("read_split", startup)
+    adj, degree = build_input_adjacency(split, config)
+    positives, weights = training_positives(split, config)
+    walks = loop_config["walks"]
+    rounds = None if walks is None else ParquetWalkRounds(walks, rank, world_size)
+    graph = TrainingGraph(adj, degree, positives[rank::world_size],
+                          None if weights is None else weights[rank::world_size], rounds)
+    mark("adjacency", startup)
+    torch.manual_seed(config.seed)
+    model = ray.train.torch.prepare_model(build_model(config, split.info, split.num_nodes))
+    resume, history = _restore(ray.train.get_checkpoint(), rank)
+    mark("model", startup)
+    reporter = EpochReporter(config.epochs, config.checkpoint_every, split.info.main_metric_key,
+                             rank, world_size, history, loop_config.get("decision_epochs", ()),
+                             startup if rank == 0 and resume is None else None)
+    if resume is not None:
+        reporter.restarted(resume.epoch)
+    fit(model, config, split, graph, world_size, rank, on_epoch=reporter, resume=resume)
+
+
+def quiet_ray_logs() -> None:
+    """Keeps Ray Train's and Ray Data's per-report and per-dataset info lines
+    off the console of this process; their warnings and errors still show.
+    (Ray 2.60 logs each report under a logger named after its source file.)"""
+    import ray.train.v2._internal.execution.context as train_context
+
+    for name in ("ray.train", "ray.data", train_context.__file__):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _restore(
+    checkpoint: ray.train.Checkpoint | None, rank: int,
+) -> tuple[FitState | None, list[dict[str, float]]]:
+    """The training state and the metrics history of ``checkpoint``."""
+    if checkpoint is None:
+        return None, []
+    with checkpoint.as_directory() as directory:
+        state = FitState.load(Path(directory), rank)
+        history = json.loads((Path(directory) / HISTORY_FILE).read_text())
+    return state, history

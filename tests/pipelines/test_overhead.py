@@ -1,0 +1,48 @@
+"""What the Ray pipeline adds to each epoch, against ``fit`` in one process."""
+import statistics
+import time
+
+import pytest
+import torch
+from mlflow.tracking import MlflowClient
+
+from components.startup import PHASES
+from components.tracking import median_epoch_interval
+from pipelines.cli import parse_args, plan_run
+from pipelines.run import main
+from plnlp_core.datasets import DATASETS, load_ogb
+from plnlp_core.experiment import build_model, build_training_graph, fit
+
+pytestmark = pytest.mark.slow
+
+SHORT_EPOCHS = ["--dataset", "ddi", "--preset", "smoke", "--set", "epochs=12",
+                "--set", "max_batches_per_epoch=2", "--cpus-per-worker", "2"]
+
+
+def test_the_pipelines_median_epoch_is_within_half_a_second_of_fits(
+    ray_session, mlflow_store, ddi_root,
+):
+    """Short epochs (two batches, evaluated every epoch) through Ray Train,
+    checkpoints and MLflow: a fixed wait per epoch (Ray Train's 2 s poll,
+    when every epoch is reported) would show here."""
+    argv = [*SHORT_EPOCHS, "--data-root", str(ddi_root), "--experiment", "overhead"]
+    assert main(argv) == 0
+    client = MlflowClient(mlflow_store)
+    run = client.search_runs([client.get_experiment_by_name("overhead").experiment_id])[0]
+    assert len(client.get_metric_history(run.info.run_id, "train_loss")) == 12
+    pipeline_s = median_epoch_interval(client, run.info.run_id)
+
+    config = plan_run(parse_args(argv)).config
+    split = load_ogb(DATASETS.get("ddi"), ddi_root)
+    torch.manual_seed(config.seed)
+    ends: list[float] = []
+    fit(build_model(config, split.info, split.num_nodes), config, split,
+        build_training_graph(split, config), on_epoch=lambda _: ends.append(time.perf_counter()))
+    fit_s = statistics.median(b - a for a, b in zip(ends, ends[1:], strict=False))
+    print(f"median epoch: pipeline {pipeline_s:.3f} s, fit {fit_s:.3f} s")
+    assert pipeline_s - fit_s <= 0.5
+
+    startup = {key: value for key, value in run.data.metrics.items() if key.startswith("startup_")}
+    worker_phases = {f"startup_{phase}_s" for phase, _ in PHASES[4:]}
+    assert worker_phases <= set(startup), startup
+    assert all(value >= 0 for value in startup.values())
