@@ -32,6 +32,7 @@ from components.augment import augment  # noqa: E402
 from components.evaluate import evaluate_checkpoint  # noqa: E402
 from components.load import load_dataset  # noqa: E402
 from components.parquet_io import PAIR_TABLES  # noqa: E402
+from components.startup import startup_phases  # noqa: E402
 from components.train import train  # noqa: E402
 from components.workers import WorkerGroup  # noqa: E402
 from pipelines.cli import load_preset  # noqa: E402
@@ -129,6 +130,7 @@ def run_stages(args: argparse.Namespace, data_root: Path, work: Path) -> list[di
 
     trained_config = config.replace(epochs=1, eval_every=1, max_batches_per_epoch=args.batches)
     workers = WorkerGroup(1, args.cpus, False)
+    called = time.time()
     seconds, trained = measure(peaks, "train", lambda: train(
         dataset, walks if config.uses_random_walk else None, trained_config, str(work),
         workers))
@@ -137,7 +139,8 @@ def run_stages(args: argparse.Namespace, data_root: Path, work: Path) -> list[di
     batch_seconds = trained.history[0]["epoch_seconds"]
     record("train", seconds, batches * config.batch_size, "positives ranked",
            batches=batches, batch_s=batch_seconds / batches,
-           epoch_s_extrapolated=batch_seconds / batches * epoch_batches)
+           epoch_s_extrapolated=batch_seconds / batches * epoch_batches,
+           before_first_batch=startup_phases({"augment": called, **trained.startup}))
     rows[-1]["rows_per_s"] = batches * config.batch_size / batch_seconds
 
     seconds, _ = measure(peaks, "evaluate", lambda: ray.get(evaluate_checkpoint.remote(
@@ -182,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     train_row = next(row for row in rows if row["stage"] == "train")
     print(f"train: {train_row['batch_s']:.2f} s a batch over {train_row['batches']} batches; "
           f"a full epoch would take {train_row['epoch_s_extrapolated'] / 60:.1f} min")
+    seconds = {phase: train_row["before_first_batch"][f"startup_{phase}_s"]
+               for phase in ("workers", "read_split", "adjacency", "model")}
+    print(f"train stage before its first batch: {sum(seconds.values()):.1f} s ("
+          + ", ".join(f"{phase} {value:.1f}" for phase, value in seconds.items()) + ")")
     if args.json is not None:
         args.json.write_text(json.dumps({"dataset": args.dataset, "stages": rows}, indent=2))
     return 0
