@@ -10,11 +10,9 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone, or by ray job
-
-from components.startup import mark_command_start  # noqa: E402
-from pipelines.cli import RunPlan, parse_args, plan_run, preset_name, worker_group  # noqa: E402
-from plnlp_core.errors import PLNLPError  # noqa: E402
+from components.startup import mark_command_start
+from pipelines.cli import RunPlan, parse_args, plan_run, preset_name, worker_group
+from plnlp_core.errors import PLNLPError
 
 
 def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:

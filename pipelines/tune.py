@@ -13,9 +13,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone, or by ray job
-
-from pipelines.cli import (  # noqa: E402
+from pipelines.cli import (
     GraphSource,
     add_graph_args,
     graph_source,
@@ -23,10 +21,10 @@ from pipelines.cli import (  # noqa: E402
     parse_overrides,
     read_mapping,
 )
-from pipelines.sweep_space import SearchSpace  # noqa: E402
-from plnlp_core.config import PLNLPConfig  # noqa: E402
-from plnlp_core.datasets import DATASETS  # noqa: E402
-from plnlp_core.errors import PLNLPError  # noqa: E402
+from pipelines.sweep_space import SearchSpace
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import DATASETS
+from plnlp_core.errors import PLNLPError
 
 # A trial only waits on its Train workers, which hold the cores: it holds no
 # CPU (Tune takes no empty request, hence a token of memory).
