@@ -31,7 +31,7 @@ from components.load import load_dataset
 from components.parquet_io import PAIR_TABLES
 from components.train import train
 from components.workers import WorkerGroup
-from pipelines.cli import load_preset
+from pipelines.settings import load_preset
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import DATASETS, cache_dir, resolve_data_root
 from plnlp_core.errors import PLNLPError

@@ -49,7 +49,7 @@ import pyarrow.parquet as pq
 import torch
 
 from components.startup import describe_startup
-from pipelines.cli import load_preset
+from pipelines.settings import load_preset
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import DATASETS, LinkSplit, load_ogb, resolve_data_root
 from plnlp_core.errors import PLNLPError

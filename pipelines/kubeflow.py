@@ -25,7 +25,8 @@ from unittest import mock
 from kfp import compiler, dsl, local
 from kfp.dsl import Dataset, Input, Metrics, Model, Output
 
-from pipelines.cli import add_worker_args, plan_run
+from pipelines.arguments import add_worker_args
+from pipelines.plan import plan_run
 from plnlp_core.errors import PLNLPError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

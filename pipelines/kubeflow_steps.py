@@ -24,10 +24,12 @@ from components.evaluate import evaluate_checkpoint
 from components.stage_cache import stage_cache_root
 from components.tracking import log_config, log_graph
 from components.train_and_evaluate import train_in_run
-from pipelines.cli import graph_source, parse_args, plan_run, worker_group
+from pipelines.arguments import parse_args, worker_group
 from pipelines.console import quiet_console
 from pipelines.job import execute, prepare
+from pipelines.plan import plan_run
 from pipelines.run import run_name
+from pipelines.settings import graph_source
 from pipelines.stages import load
 from plnlp_core.config import PLNLPConfig
 

@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 
 from components.startup import mark_command_start
-from pipelines.cli import RunPlan, parse_args, plan_run, preset_name, worker_group
+from pipelines.arguments import parse_args, worker_group
+from pipelines.plan import plan_run
+from pipelines.settings import RunPlan, preset_name
 from plnlp_core.errors import PLNLPError
 
 

@@ -14,7 +14,7 @@ from components.load import (
     loaded_own_dataset,
 )
 from components.stage_cache import stage_cache_root
-from pipelines.cli import GraphSource
+from pipelines.settings import GraphSource
 from plnlp_core.datasets import resolve_data_root
 
 

@@ -13,9 +13,9 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from pipelines.cli import (
+from pipelines.arguments import add_graph_args
+from pipelines.settings import (
     GraphSource,
-    add_graph_args,
     graph_source,
     load_preset,
     parse_overrides,
