@@ -38,9 +38,9 @@ def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
         summary_metrics,
     )
     from components.train_and_evaluate import train_and_evaluate
-    from pipelines.stages import load
+    from pipelines.load_stage import load_stage
 
-    dataset = load(args, plan.source)
+    dataset = load_stage(args, plan.source)
     mark("load")
     log_graph(dataset)
     extra = {"model": plan.model, "runs": plan.runs, "max_failures": args.max_failures,

@@ -90,9 +90,9 @@ def sweep(args: argparse.Namespace, space: SearchSpace, source: GraphSource,
     from components.sweep_trial import SweepTrial
     from components.tracking import log_config
     from pipelines.job import describe_failure
-    from pipelines.stages import load
+    from pipelines.load_stage import load_stage
 
-    dataset = load(args, source)
+    dataset = load_stage(args, source)
     workers = space.resources.worker_group()
     log_config(space.base, space.describe(), exclude=space.searched)
     mlflow.log_text(args.space.read_text(), "search_space.yaml")
