@@ -124,11 +124,11 @@ def sweep(args: argparse.Namespace, space: SearchSpace, source: GraphSource,
         reasons = [o.reason for o in outcomes.outcomes.values() if o.reason]
         raise PLNLPError(f"no trial was evaluated; the first failed with: "
                          f"{reasons[0] if reasons else 'no reason given'}")
-    print_summary(table)
+    print_sweep_summary(table)
     return best
 
 
-def print_summary(table: object) -> None:
+def print_sweep_summary(table: object) -> None:
     """How many trials completed, stopped early and failed."""
     counts = table["status"].value_counts()
     print(f"{len(table)} trials: {counts.get('completed', 0)} completed, "
