@@ -25,21 +25,18 @@ import psutil
 import pyarrow.parquet as pq
 import ray
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # run from a clone without installing
-
-from components.augment import augment  # noqa: E402
-from components.evaluate import evaluate_checkpoint  # noqa: E402
-from components.load import load_dataset  # noqa: E402
-from components.parquet_io import PAIR_TABLES  # noqa: E402
-from components.startup import startup_phases  # noqa: E402
-from components.train import train  # noqa: E402
-from components.workers import WorkerGroup  # noqa: E402
-from pipelines.cli import load_preset  # noqa: E402
-from plnlp_core.config import PLNLPConfig  # noqa: E402
-from plnlp_core.datasets import DATASETS, cache_dir, resolve_data_root  # noqa: E402
-from plnlp_core.errors import PLNLPError  # noqa: E402
-from plnlp_core.standins import cached_standin  # noqa: E402
+from components.augment import augment
+from components.evaluate import evaluate_checkpoint
+from components.load import load_dataset
+from components.parquet_io import PAIR_TABLES
+from components.startup import startup_phases
+from components.train import train
+from components.workers import WorkerGroup
+from pipelines.settings import load_preset
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import DATASETS, cache_dir, resolve_data_root
+from plnlp_core.errors import PLNLPError
+from plnlp_core.standins import cached_standin
 
 GIB = 2**30
 

@@ -48,27 +48,25 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # run from a clone without installing
-
-from components.startup import describe_startup  # noqa: E402
-from pipelines.cli import load_preset  # noqa: E402
-from plnlp_core.config import PLNLPConfig  # noqa: E402
-from plnlp_core.datasets import DATASETS, LinkSplit, load_ogb, resolve_data_root  # noqa: E402
-from plnlp_core.errors import PLNLPError  # noqa: E402
-from plnlp_core.evaluation import evaluate  # noqa: E402
-from plnlp_core.experiment import (  # noqa: E402
+from components.startup import describe_startup
+from pipelines.settings import load_preset
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import DATASETS, LinkSplit, load_ogb, resolve_data_root
+from plnlp_core.errors import PLNLPError
+from plnlp_core.evaluation import evaluate
+from plnlp_core.experiment import (
     build_model,
     build_sampler,
     build_training_graph,
     build_walk_rounds,
     fit,
 )
-from plnlp_core.heuristics import HEURISTICS, heuristic_metrics  # noqa: E402
-from plnlp_core.random_walk import random_walk_pairs, walk_starts  # noqa: E402
-from plnlp_core.standins import cached_standin, standin_size  # noqa: E402
-from plnlp_core.training import StepOptions, draw_batch, train_step  # noqa: E402
+from plnlp_core.heuristics import HEURISTICS, heuristic_metrics
+from plnlp_core.random_walk import random_walk_pairs, walk_starts
+from plnlp_core.standins import cached_standin, standin_size
+from plnlp_core.training import StepOptions, draw_batch, train_step
 
+ROOT = Path(__file__).resolve().parents[1]
 MIB = 2**20
 
 

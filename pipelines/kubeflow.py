@@ -25,12 +25,11 @@ from unittest import mock
 from kfp import compiler, dsl, local
 from kfp.dsl import Dataset, Input, Metrics, Model, Output
 
+from pipelines.arguments import add_worker_args
+from pipelines.plan import plan_run
+from plnlp_core.errors import PLNLPError
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))  # run from a clone
-
-from pipelines.cli import add_worker_args, plan_run  # noqa: E402
-from plnlp_core.errors import PLNLPError  # noqa: E402
-
 BASE_IMAGE = os.environ.get("PLNLP_IMAGE", "plnlp:latest")
 GPU = "nvidia.com/gpu"
 # Given to every step as the shell that compiles (or runs) the pipeline has them.

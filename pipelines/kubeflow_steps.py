@@ -24,11 +24,13 @@ from components.evaluate import evaluate_checkpoint
 from components.stage_cache import stage_cache_root
 from components.tracking import log_config, log_graph
 from components.train_and_evaluate import train_in_run
-from pipelines.cli import graph_source, parse_args, plan_run, worker_group
+from pipelines.arguments import parse_args, worker_group
 from pipelines.console import quiet_console
 from pipelines.job import execute, prepare
+from pipelines.load_stage import load_stage
+from pipelines.plan import plan_run
 from pipelines.run import run_name
-from pipelines.stages import load
+from pipelines.settings import graph_source
 from plnlp_core.config import PLNLPConfig
 
 CONFIG_FILE = "config.yaml"
@@ -72,7 +74,7 @@ def load_step(dataset: str, data_root: str, work_dir: str, out: str) -> None:
     cache to ``out``."""
     args = stage_args(dataset, data_root=data_root, work_dir=work_dir)
     source = start(args, lambda: graph_source(args))
-    shutil.copytree(load(args, source).directory, out)
+    shutil.copytree(load_stage(args, source).directory, out)
 
 
 def augment_step(splits: str, args: argparse.Namespace, out: str) -> WalkArtifact:

@@ -11,8 +11,8 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from components.checkpoints import CHECKPOINTS_TAG, SHAPES_FILE
-from pipelines.cli import GraphSource, RunPlan, parse_overrides
 from pipelines.services import check_tracking_store
+from pipelines.settings import GraphSource, RunPlan, parse_overrides
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.errors import PLNLPError
 from plnlp_core.experiment import build_model

@@ -10,11 +10,11 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone, or by ray job
-
-from components.startup import mark_command_start  # noqa: E402
-from pipelines.cli import RunPlan, parse_args, plan_run, preset_name, worker_group  # noqa: E402
-from plnlp_core.errors import PLNLPError  # noqa: E402
+from components.startup import mark_command_start
+from pipelines.arguments import parse_args, worker_group
+from pipelines.plan import plan_run
+from pipelines.settings import RunPlan, preset_name
+from plnlp_core.errors import PLNLPError
 
 
 def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
@@ -38,9 +38,9 @@ def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
         summary_metrics,
     )
     from components.train_and_evaluate import train_and_evaluate
-    from pipelines.stages import load
+    from pipelines.load_stage import load_stage
 
-    dataset = load(args, plan.source)
+    dataset = load_stage(args, plan.source)
     mark("load")
     log_graph(dataset)
     extra = {"model": plan.model, "runs": plan.runs, "max_failures": args.max_failures,

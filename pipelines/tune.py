@@ -13,20 +13,18 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone, or by ray job
-
-from pipelines.cli import (  # noqa: E402
+from pipelines.arguments import add_graph_args
+from pipelines.settings import (
     GraphSource,
-    add_graph_args,
     graph_source,
     load_preset,
     parse_overrides,
     read_mapping,
 )
-from pipelines.sweep_space import SearchSpace  # noqa: E402
-from plnlp_core.config import PLNLPConfig  # noqa: E402
-from plnlp_core.datasets import DATASETS  # noqa: E402
-from plnlp_core.errors import PLNLPError  # noqa: E402
+from pipelines.sweep_space import SearchSpace
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import DATASETS
+from plnlp_core.errors import PLNLPError
 
 # A trial only waits on its Train workers, which hold the cores: it holds no
 # CPU (Tune takes no empty request, hence a token of memory).
@@ -92,9 +90,9 @@ def sweep(args: argparse.Namespace, space: SearchSpace, source: GraphSource,
     from components.sweep_trial import SweepTrial
     from components.tracking import log_config
     from pipelines.job import describe_failure
-    from pipelines.stages import load
+    from pipelines.load_stage import load_stage
 
-    dataset = load(args, source)
+    dataset = load_stage(args, source)
     workers = space.resources.worker_group()
     log_config(space.base, space.describe(), exclude=space.searched)
     mlflow.log_text(args.space.read_text(), "search_space.yaml")
@@ -126,11 +124,11 @@ def sweep(args: argparse.Namespace, space: SearchSpace, source: GraphSource,
         reasons = [o.reason for o in outcomes.outcomes.values() if o.reason]
         raise PLNLPError(f"no trial was evaluated; the first failed with: "
                          f"{reasons[0] if reasons else 'no reason given'}")
-    print_summary(table)
+    print_sweep_summary(table)
     return best
 
 
-def print_summary(table: object) -> None:
+def print_sweep_summary(table: object) -> None:
     """How many trials completed, stopped early and failed."""
     counts = table["status"].value_counts()
     print(f"{len(table)} trials: {counts.get('completed', 0)} completed, "

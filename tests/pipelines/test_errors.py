@@ -411,13 +411,13 @@ def split_folder_without_test(tmp: Path) -> Path:
 @pytest.mark.parametrize("entry_id", SETTINGS)
 def test_bad_settings_are_refused_before_anything_starts(entry_id, tmp_path, mlflow_store,
                                                          monkeypatch, capsys):
-    import pipelines.cli
+    import pipelines.settings
 
     presets = tmp_path / "presets"
     presets.mkdir()
     write(presets / "ddi.yaml", "typo:\n  lr: 0.01\n  hiden_channels: 8\n")
     if entry_id == "preset-unknown-setting":
-        monkeypatch.setattr(pipelines.cli, "PRESETS_DIR", presets)
+        monkeypatch.setattr(pipelines.settings, "PRESETS_DIR", presets)
     code = run_main(SETTINGS[entry_id](tmp_path))
     assert_refused(entry_id, code, capsys.readouterr().err,
                    "test_bad_settings_are_refused_before_anything_starts")

@@ -9,8 +9,8 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from pipelines import run, tune
-from pipelines.cli import plan_run
 from pipelines.kubeflow import main
+from pipelines.plan import plan_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 IMAGE_REPO = "/app"

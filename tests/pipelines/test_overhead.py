@@ -8,7 +8,8 @@ from mlflow.tracking import MlflowClient
 
 from components.startup import PHASES
 from components.tracking import median_epoch_interval
-from pipelines.cli import parse_args, plan_run
+from pipelines.arguments import parse_args
+from pipelines.plan import plan_run
 from pipelines.run import main
 from plnlp_core.datasets import DATASETS, load_ogb
 from plnlp_core.experiment import build_model, build_training_graph, fit

@@ -1,5 +1,6 @@
-"""The ``load`` stage as the main job and a sweep run it: once, before any
-config is trained (see :mod:`components.train_and_evaluate`)."""
+"""The ``load`` stage as the main job, a sweep and the Kubeflow ``load``
+step run it from their flags: once, before any config is trained (see
+:mod:`components.train_and_evaluate`)."""
 import argparse
 from pathlib import Path
 
@@ -14,11 +15,11 @@ from components.load import (
     loaded_own_dataset,
 )
 from components.stage_cache import stage_cache_root
-from pipelines.cli import GraphSource
+from pipelines.settings import GraphSource
 from plnlp_core.datasets import resolve_data_root
 
 
-def load(args: argparse.Namespace, source: GraphSource) -> DatasetArtifact:
+def load_stage(args: argparse.Namespace, source: GraphSource) -> DatasetArtifact:
     """The ``load`` stage of ``source``: an OGB dataset under ``--data-root``,
     or a graph of one's own read as the ``--split`` and graph flags say. An
     output already in the stage cache is taken here; only a new one takes

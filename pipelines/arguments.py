@@ -1,0 +1,80 @@
+"""The command lines' flags: ``pipelines/run.py``'s parser, and the graph
+and worker flags that ``pipelines/tune.py`` and ``pipelines/kubeflow.py``
+share with it. What the flags name is read in :mod:`pipelines.settings`, the
+run they start planned in :mod:`pipelines.plan`. Nothing here imports Ray
+or MLflow, so ``--help`` answers at once."""
+import argparse
+from pathlib import Path
+
+from components.workers import WorkerGroup
+from plnlp_core.datasets import DATASETS
+from plnlp_core.heuristics import HEURISTICS
+from plnlp_core.own_graph import DEFAULT_SPLIT
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="pipelines/run.py",
+        description="Train and evaluate a PLNLP link predictor on an OGB dataset or a graph of "
+                    "your own, on Ray, recording to MLflow.",
+    )
+    parser.add_argument("--dataset", required=True,
+                        help=f"one of {', '.join(DATASETS.names)}, or the path of your edge list "
+                             "(.csv or .parquet: src, dst[, weight, time]) or of a split folder "
+                             "(train, valid, test files: src, dst, label)")
+    parser.add_argument("--preset", help="settings to start from (pipelines/presets/"
+                                         "<dataset>.yaml, own.yaml for your graph); default: "
+                                         "paper, or default for your graph")
+    parser.add_argument("--config", type=Path, help="a YAML mapping of settings to override")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="override one setting (repeatable)")
+    parser.add_argument("--model", default="plnlp",
+                        help="plnlp (default), or a classic heuristic scoring the same pairs: "
+                             + ", ".join(f"heuristic:{name}" for name in HEURISTICS.names))
+    parser.add_argument("--runs", type=int, default=1, help="independent runs (seeds S..S+N-1)")
+    parser.add_argument("--seed", type=int, help="first seed (default: the config's)")
+    add_graph_args(parser)
+    add_worker_args(parser)
+    parser.add_argument("--experiment", help="MLflow experiment (default: plnlp-<dataset>)")
+    parser.add_argument("--data-root", help="folder holding OGB datasets "
+                                            "(default: $PLNLP_DATA_ROOT, else ./data)")
+    parser.add_argument("--work-dir", help="folder for cached stage outputs and checkpoints, "
+                                           "shared by all nodes on a cluster "
+                                           "(default: $PLNLP_CACHE_DIR, else ~/.cache/plnlp)")
+    parser.add_argument("--resume", metavar="RUN_ID",
+                        help="go on with a stopped or failed run (its MLflow run id) from its "
+                             "latest checkpoint, with its settings (--set may change epochs)")
+    parser.add_argument("--yes", action="store_true",
+                        help="run a preset made for a GPU without one, without asking")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Ray's and MLflow's own progress lines too")
+    return parser.parse_args(argv)
+
+
+def add_graph_args(parser: argparse.ArgumentParser) -> None:
+    """How a graph of one's own is read (unused for OGB datasets)."""
+    parser.add_argument("--split", default=DEFAULT_SPLIT,
+                        help="how an edge list is split: random:TRAIN,VALID,TEST or "
+                             f"time:TRAIN,VALID,TEST by its time column (default: {DEFAULT_SPLIT})")
+    parser.add_argument("--split-seed", type=int, default=0,
+                        help="seeds the split and its evaluation negatives (default: 0)")
+    parser.add_argument("--directed", action="store_true",
+                        help="(src, dst) differs from (dst, src) (default: undirected)")
+    parser.add_argument("--node-features", help="a .csv or .parquet file: an id column and "
+                                                "numeric features, one row per node")
+    parser.add_argument("--hits-k", default="20,50,100",
+                        help="Hits@K cut-offs for your graph, besides AUC (default: 20,50,100)")
+
+
+def add_worker_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--num-workers", type=int, default=1, help="Ray Train workers (DDP)")
+    parser.add_argument("--cpus-per-worker", type=int, default=1,
+                        help="CPUs (torch threads) each worker holds (default: 1)")
+    parser.add_argument("--use-gpu", action="store_true", help="one GPU per worker")
+    parser.add_argument("--max-failures", type=int, default=3,
+                        help="times a dead worker group is restarted from the latest "
+                             "checkpoint before the run fails (default: 3)")
+
+
+def worker_group(args: argparse.Namespace) -> WorkerGroup:
+    return WorkerGroup(args.num_workers, args.cpus_per_worker, args.use_gpu)
