@@ -4,7 +4,7 @@ from torch import Tensor, nn
 
 from plnlp_core.nn.encoder import GNNEncoder
 from plnlp_core.nn.node_input import NodeInput
-from plnlp_core.nn.predictors import PREDICTORS
+from plnlp_core.nn.predictors.registry import PREDICTORS
 from plnlp_core.registry import Registry
 
 if TYPE_CHECKING:

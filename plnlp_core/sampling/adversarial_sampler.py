@@ -4,8 +4,8 @@ import torch
 from torch import Tensor, nn
 
 from plnlp_core.edge_set import EdgeSet
-from plnlp_core.sampling import SAMPLERS
 from plnlp_core.sampling.model_guided import ModelGuidedSampler
+from plnlp_core.sampling.registry import SAMPLERS
 
 if TYPE_CHECKING:
     from plnlp_core.config import PLNLPConfig
