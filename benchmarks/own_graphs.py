@@ -39,14 +39,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a clone without installing
 
-from plnlp_core.config import PLNLPConfig  # noqa: E402
-from plnlp_core.datasets import LinkSplit  # noqa: E402
-from plnlp_core.experiment import (  # noqa: E402
+from plnlp_core.assembly import (  # noqa: E402
     build_model,
     build_training_graph,
     build_walk_rounds,
-    fit,
 )
+from plnlp_core.config import PLNLPConfig  # noqa: E402
+from plnlp_core.datasets import LinkSplit  # noqa: E402
+from plnlp_core.fitting import fit  # noqa: E402
 from plnlp_core.heuristics import heuristic_metrics  # noqa: E402
 from plnlp_core.own_graph import load_own_graph  # noqa: E402
 

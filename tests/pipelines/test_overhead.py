@@ -10,8 +10,9 @@ from components.startup import PHASES
 from components.tracking import median_epoch_interval
 from pipelines.cli import parse_args, plan_run
 from pipelines.run import main
+from plnlp_core.assembly import build_model, build_training_graph
 from plnlp_core.datasets import DATASETS, load_ogb
-from plnlp_core.experiment import build_model, build_training_graph, fit
+from plnlp_core.fitting import fit
 
 pytestmark = pytest.mark.slow
 
