@@ -61,11 +61,12 @@ from plnlp_core.assembly import (  # noqa: E402
     build_walk_rounds,
 )
 from plnlp_core.config import PLNLPConfig  # noqa: E402
-from plnlp_core.datasets import DATASETS, LinkSplit, load_ogb, resolve_data_root  # noqa: E402
+from plnlp_core.datasets import DATASETS, LinkSplit, resolve_data_root  # noqa: E402
 from plnlp_core.errors import PLNLPError  # noqa: E402
 from plnlp_core.evaluation import evaluate  # noqa: E402
 from plnlp_core.fitting import fit  # noqa: E402
 from plnlp_core.heuristics import HEURISTICS, heuristic_metrics  # noqa: E402
+from plnlp_core.ogb_reader import load_ogb  # noqa: E402
 from plnlp_core.random_walk import random_walk_pairs, walk_starts  # noqa: E402
 from plnlp_core.standins import cached_standin, standin_size  # noqa: E402
 from plnlp_core.training import StepOptions, draw_batch, train_step  # noqa: E402

@@ -16,8 +16,9 @@ import torch
 
 import plnlp_core.standins as standins
 from pipelines.standin import main as standin_main
-from plnlp_core.datasets import DATASETS, NUMPY_SAFE_GLOBALS, cache_dir, load_ogb
+from plnlp_core.datasets import DATASETS, cache_dir
 from plnlp_core.errors import PLNLPError
+from plnlp_core.ogb_reader import NUMPY_SAFE_GLOBALS, load_ogb
 from plnlp_core.standins import (
     SIZES,
     SPLIT_TYPES,
