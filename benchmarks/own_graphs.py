@@ -36,14 +36,14 @@ import numpy as np
 import torch
 import yaml
 
-from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import LinkSplit
-from plnlp_core.experiment import (
+from plnlp_core.assembly import (
     build_model,
     build_training_graph,
     build_walk_rounds,
-    fit,
 )
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import LinkSplit
+from plnlp_core.fitting import fit
 from plnlp_core.heuristics import heuristic_metrics
 from plnlp_core.own_graph import load_own_graph
 

@@ -8,7 +8,7 @@ real ddi; collab's ``paper`` preset with random walks and ppa's ``paper``
 preset on stand-ins in OGB's layout, at their real sizes, or small ones with
 ``--quick``; the edge level, ``encoder_level: edge``, as ddi's ``cpu``
 preset at the edge level and ppa's ``ene`` preset) it builds what
-:func:`plnlp_core.experiment.fit` builds and times full-size batches of its
+:func:`plnlp_core.fitting.fit` builds and times full-size batches of its
 step, extrapolated to an epoch:
 
 - seconds per epoch, ranked pairs (positive x negative) and positives per
@@ -50,18 +50,20 @@ import torch
 
 from components.startup import describe_startup
 from pipelines.settings import load_preset
-from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS, LinkSplit, load_ogb, resolve_data_root
-from plnlp_core.errors import PLNLPError
-from plnlp_core.evaluation import evaluate
-from plnlp_core.experiment import (
+from plnlp_core.assembly import (
     build_model,
     build_sampler,
+    build_step_options,
     build_training_graph,
     build_walk_rounds,
-    fit,
 )
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import DATASETS, LinkSplit, resolve_data_root
+from plnlp_core.errors import PLNLPError
+from plnlp_core.evaluation import evaluate
+from plnlp_core.fitting import fit
 from plnlp_core.heuristics import HEURISTICS, heuristic_metrics
+from plnlp_core.ogb_reader import load_ogb
 from plnlp_core.random_walk import random_walk_pairs, walk_starts
 from plnlp_core.standins import cached_standin, standin_size
 from plnlp_core.training import StepOptions, draw_batch, train_step
@@ -304,7 +306,7 @@ def bench_training(workload: Workload, split: LinkSplit, device: torch.device,
     x = None if split.x is None else split.x.to(device)
     positives, weights = graph.epoch_positives(1)
     sampler = build_sampler(config, split, graph, device)
-    options = StepOptions.from_config(config)
+    options = build_step_options(config)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     generator = torch.Generator(device).manual_seed(config.seed)
     model.train()

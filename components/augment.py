@@ -12,8 +12,8 @@ from components.artifacts import DatasetArtifact, WalkArtifact
 from components.parquet_io import pairs_table, read_split
 from components.scheduling import ANYWHERE
 from components.stage_cache import cached, content_digest
+from plnlp_core.assembly import input_edges
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.experiment import input_edges
 from plnlp_core.graph import build_adjacency
 from plnlp_core.random_walk import random_walk_pairs, walk_starts
 

@@ -22,7 +22,7 @@ from components.checkpoints import (
     model_shapes,
 )
 from components.train_report import EPOCHS, RESTORED_FROM, WALL_TIME
-from plnlp_core.experiment import EpochResult
+from plnlp_core.fitting import EpochResult
 
 REPORT_GAP_S = 3.0
 """Fewest seconds between two reports, but for the last epoch's and a

@@ -9,9 +9,9 @@ from components.artifacts import DatasetArtifact, TrainArtifact
 from components.checkpoints import CHECKPOINT_FILE
 from components.parquet_io import read_split
 from components.scheduling import ANYWHERE
+from plnlp_core.assembly import build_input_adjacency, build_model, input_edges
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.evaluation import evaluate
-from plnlp_core.experiment import build_input_adjacency, build_model, input_edges
 from plnlp_core.heuristics import heuristic_metrics
 from plnlp_core.training import set_matmul_precision
 

@@ -13,7 +13,8 @@ from components.artifacts import DatasetArtifact, DatasetMeta
 from components.parquet_io import write_split
 from components.scheduling import ANYWHERE
 from components.stage_cache import CacheEntry, cached, lookup
-from plnlp_core.datasets import DATASETS, DatasetInfo, load_ogb, split_type
+from plnlp_core.datasets import DATASETS, DatasetInfo
+from plnlp_core.ogb_reader import load_ogb, split_type
 from plnlp_core.own_graph import load_own_graph
 
 NODE_IDS_FILE = "node_ids.parquet"
@@ -26,7 +27,7 @@ LOAD_FORMAT = 1
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
 def load_dataset(dataset: str, data_root: str, cache_root: str) -> DatasetArtifact:
     """Loads ``dataset`` from OGB's folder under ``data_root`` (see
-    :func:`plnlp_core.datasets.load_ogb`) into an entry of the stage cache
+    :func:`plnlp_core.ogb_reader.load_ogb`) into an entry of the stage cache
     at ``cache_root`` (see :class:`DatasetArtifact`), or reuses the entry
     written from the same files."""
     info = DATASETS.get(dataset)

@@ -5,16 +5,15 @@ canonical JSON of the stage's inputs and :obj:`FORMAT_VERSION`. Its
 ``manifest.json`` lists every file's relative path, byte size, sha256 and,
 for Parquet files, row count, with the inputs that made the key. An entry is
 trusted only when its files match the manifest exactly; it is written in a
-scratch folder beside it and renamed into place once complete, so a
-partially written entry is never visible under its final name, and of two
-processes building one key, the one that renames second discards its copy.
+scratch folder beside it and renamed into place once complete
+(:func:`plnlp_core.publishing.publish`), so a partially written entry is
+never visible under its final name, and of two processes building one key,
+the one that renames second discards its copy.
 """
 import hashlib
 import json
 import os
 import shutil
-import socket
-import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,11 +23,10 @@ import pyarrow.parquet as pq
 
 from plnlp_core.datasets import cache_dir
 from plnlp_core.errors import PLNLPError
+from plnlp_core.publishing import STALE, publish, remove_stale_scratch, scratch_path
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
-_PARTIAL = ".partial-"
-_STALE = ".stale-"
 
 
 @dataclass(frozen=True)
@@ -98,25 +96,20 @@ def build(root: Path, stage: str, inputs: Mapping,
     raises, nothing is left."""
     path = Path(root) / f"{stage}-{cache_key(stage, inputs)}"
     path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_scratch(path)
-    scratch = path.with_name(f".{path.name}{_PARTIAL}{_owner()}")
+    remove_stale_scratch(path)
     print(f"building {stage} output {path}", flush=True)
-    try:
-        scratch.mkdir()
+    manifest = {}
+
+    def write_entry(scratch: Path) -> None:
         write(scratch)
-        manifest = {"format": FORMAT_VERSION, "stage": stage, "key": path.name,
-                    "inputs": inputs, "files": describe_files(scratch)}
+        manifest.update(format=FORMAT_VERSION, stage=stage, key=path.name, inputs=inputs,
+                        files=describe_files(scratch))
         _write_json(scratch / MANIFEST, manifest)
-        try:
-            os.replace(scratch, path)
-        except OSError:  # another process renamed its complete copy into place first
-            if not (path / MANIFEST).is_file():
-                raise
-            print(f"reusing cached {stage} output {path} (another builder finished first)",
-                  flush=True)
-            return CacheEntry(path, json.loads((path / MANIFEST).read_text()))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+
+    if not publish(path, write_entry, complete=lambda entry: (entry / MANIFEST).is_file()):
+        print(f"reusing cached {stage} output {path} (another builder finished first)",
+              flush=True)
+        return CacheEntry(path, json.loads((path / MANIFEST).read_text()))
     return CacheEntry(path, manifest)
 
 
@@ -218,7 +211,7 @@ def _identity(path: Path) -> tuple[int, int]:
 def _discard(path: Path, identity: tuple[int, int]) -> None:
     """Moves ``path`` aside and removes it, unless it is no longer the
     folder that was checked (another process already replaced it)."""
-    aside = path.with_name(f".{path.name}{_STALE}{_owner()}")
+    aside = scratch_path(path, STALE)
     try:
         if _identity(path) != identity:
             return
@@ -227,27 +220,3 @@ def _discard(path: Path, identity: tuple[int, int]) -> None:
         return
     shutil.rmtree(aside, ignore_errors=True)
 
-
-def _owner() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-
-
-def _remove_stale_scratch(path: Path) -> None:
-    """Removes scratch and discarded copies of ``path`` left by dead
-    processes of this host."""
-    for marker in (_PARTIAL, _STALE):
-        prefix = f".{path.name}{marker}{socket.gethostname()}-"
-        for scratch in path.parent.glob(f".{path.name}{marker}*"):
-            pid = scratch.name[len(prefix):].split("-")[0]
-            if scratch.name.startswith(prefix) and pid.isdigit() and not _alive(int(pid)):
-                shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's
-        pass
-    return True

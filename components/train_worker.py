@@ -13,9 +13,10 @@ from components.epoch_reporter import EpochReporter
 from components.parquet_io import read_split
 from components.startup import mark
 from components.walk_rounds import ParquetWalkRounds
+from plnlp_core.assembly import build_input_adjacency, build_model, training_positives
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.experiment import build_input_adjacency, build_model, fit, training_positives
 from plnlp_core.fit_state import FitState
+from plnlp_core.fitting import fit
 from plnlp_core.graph import TrainingGraph
 
 

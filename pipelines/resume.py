@@ -13,9 +13,9 @@ from mlflow.tracking import MlflowClient
 from components.checkpoints import CHECKPOINTS_TAG, SHAPES_FILE
 from pipelines.services import check_tracking_store
 from pipelines.settings import GraphSource, RunPlan, parse_overrides
+from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.errors import PLNLPError
-from plnlp_core.experiment import build_model
 
 
 def resumed_run(args: argparse.Namespace, source: GraphSource) -> RunPlan:

@@ -19,7 +19,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
-from plnlp_core.errors import PLNLPError
+from plnlp_core.errors import PLNLPError, first_line
 
 PROBE_TIMEOUT_S = 5.0
 GCS_PORT, CLIENT_PORT, DASHBOARD_PORT = 6379, 10001, 8265
@@ -184,15 +184,15 @@ def connect_ray(logging_level: int = logging.INFO) -> None:
         ray.init(ignore_reinit_error=True, logging_level=logging_level,
                  include_dashboard=None if address else False)
     except ray.exceptions.AuthenticationError as error:
-        raise PLNLPError(f"Ray refused to connect to {shown} ({_first_line(error)}); "
+        raise PLNLPError(f"Ray refused to connect to {shown} ({first_line(error)}); "
                          f"{TOKEN_FIX}.") from error
     except ConnectionError as error:
-        raise PLNLPError(f"could not connect to {shown} ({_first_line(error)}); start the "
+        raise PLNLPError(f"could not connect to {shown} ({first_line(error)}); start the "
                          f"cluster (`ray start --head`) or {LOCAL_RAY_FIX}.") from error
     except Exception as error:  # Ray's own start of a local node gave up
         if address not in LOCAL_RAY:
             raise
-        raise PLNLPError(f"the local Ray did not start ({_first_line(error)}); run again once "
+        raise PLNLPError(f"the local Ray did not start ({first_line(error)}); run again once "
                          "the machine has CPU and memory to spare (a loaded machine delays "
                          "Ray's start), or set RAY_ADDRESS to a running cluster.") from error
 
@@ -322,8 +322,3 @@ def _loopback_as_ray_does(host: str) -> str:
     except ImportError:  # pragma: no cover - Ray moved it
         return host
     return resolve_ip_for_localhost(host)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

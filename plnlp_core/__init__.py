@@ -11,10 +11,12 @@ torch, PyG and ogb only. One experiment without Ray or MLflow::
     result = fit(model, config, split, build_training_graph(split, config))
     print(result.best_epoch, result.best_metrics)
 """
+from plnlp_core.assembly import build_model, build_sampler, build_training_graph
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS, LinkSplit, load_ogb, resolve_data_root
+from plnlp_core.datasets import DATASETS, LinkSplit, resolve_data_root
 from plnlp_core.errors import PLNLPError
-from plnlp_core.experiment import build_model, build_sampler, build_training_graph, fit
+from plnlp_core.fitting import fit
+from plnlp_core.ogb_reader import load_ogb
 
 __all__ = [
     "DATASETS",

@@ -38,9 +38,9 @@ import pyarrow.parquet as pq
 import torch
 from torch import Tensor
 
-from plnlp_core.datasets import SPLIT_PARTS, DatasetInfo, LinkSplit, _first_line
+from plnlp_core.datasets import SPLIT_PARTS, DatasetInfo, LinkSplit
 from plnlp_core.edge_set import EdgeSet
-from plnlp_core.errors import PLNLPError
+from plnlp_core.errors import PLNLPError, first_line
 
 DEFAULT_SPLIT = "random:0.85,0.05,0.10"
 SPLIT_KINDS = ("random", "time")
@@ -163,7 +163,7 @@ def _column_types(path: Path, role: str) -> dict[str, pa.DataType]:
                              "one of them.")
     except (pa.ArrowException, OSError) as error:
         raise PLNLPError(f"the {role} file {path} could not be read as {path.suffix[1:]} "
-                         f"({_first_line(error)}); fix or export it again.") from error
+                         f"({first_line(error)}); fix or export it again.") from error
     return dict(zip(schema.names, schema.types, strict=True))
 
 
@@ -291,7 +291,7 @@ def _read_table(path: Path, role: str) -> pa.Table:
         table = reader(path) if path.stat().st_size else pa.table({})
     except (pa.ArrowException, OSError) as error:
         raise PLNLPError(f"the {role} file {path} could not be read as {path.suffix[1:]} "
-                         f"({_first_line(error)}); fix or export it again.") from error
+                         f"({first_line(error)}); fix or export it again.") from error
     if table.num_rows == 0:
         raise PLNLPError(f"the {role} file {path} is empty; it needs a header and at least "
                          "one row.")

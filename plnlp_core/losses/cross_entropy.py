@@ -1,7 +1,7 @@
 import torch.nn.functional as F
 from torch import Tensor
 
-from plnlp_core.losses import LOSSES
+from plnlp_core.losses.registry import LOSSES
 
 
 @LOSSES.register("ce")

@@ -1,6 +1,6 @@
 from torch import Tensor
 
-from plnlp_core.losses import LOSSES
+from plnlp_core.losses.registry import LOSSES
 
 
 @LOSSES.register("hinge_auc")

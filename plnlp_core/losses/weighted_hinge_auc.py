@@ -1,7 +1,7 @@
 from torch import Tensor
 
 from plnlp_core.errors import PLNLPError
-from plnlp_core.losses import LOSSES
+from plnlp_core.losses.registry import LOSSES
 
 
 @LOSSES.register("weighted_hinge_auc")

@@ -1,5 +1,3 @@
-from typing import TYPE_CHECKING
-
 import torch
 from torch import Tensor
 
@@ -8,9 +6,6 @@ from plnlp_core.nn.edge_predictor import EdgeLevelPredictor
 from plnlp_core.nn.encoder import GNNEncoder
 from plnlp_core.nn.model import ENCODER_LEVELS, PLNLPModel
 from plnlp_core.nn.node_input import NodeInput
-
-if TYPE_CHECKING:
-    from plnlp_core.config import PLNLPConfig
 
 
 @ENCODER_LEVELS.register("edge")
@@ -67,12 +62,6 @@ class EdgeLevelModel(PLNLPModel):
         self.predictor = EdgeLevelPredictor(encoder.out_channels, predictor_hidden,
                                             predictor_layers, predictor_dropout, path_length)
         self._lookup: AdjacencyLookup | None = None
-
-    @classmethod
-    def from_config(cls, config: "PLNLPConfig", node_input: NodeInput,
-                    encoder: GNNEncoder) -> "EdgeLevelModel":
-        return cls(node_input, encoder, config.predictor_hidden, config.predictor_layers,
-                   config.predictor_dropout, config.edge_path_length)
 
     def lookup(self, adj: Tensor) -> AdjacencyLookup:
         """The :class:`AdjacencyLookup` of the input graph ``adj``, kept while

@@ -1,14 +1,9 @@
-from typing import TYPE_CHECKING
-
 from torch import Tensor, nn
 
 from plnlp_core.nn.encoder import GNNEncoder
 from plnlp_core.nn.node_input import NodeInput
-from plnlp_core.nn.predictors import PREDICTORS
+from plnlp_core.nn.predictors.registry import PREDICTORS
 from plnlp_core.registry import Registry
-
-if TYPE_CHECKING:
-    from plnlp_core.config import PLNLPConfig
 
 ENCODER_LEVELS: Registry[type["PLNLPModel"]] = Registry("encoder level")
 """``encoder_level``: ``"node"`` (:class:`PLNLPModel`) or ``"edge"``
@@ -48,13 +43,6 @@ class PLNLPModel(nn.Module):
             encoder.out_channels, hidden_channels=predictor_hidden,
             num_layers=predictor_layers, dropout=predictor_dropout,
         )
-
-    @classmethod
-    def from_config(cls, config: "PLNLPConfig", node_input: NodeInput,
-                    encoder: GNNEncoder) -> "PLNLPModel":
-        """The model ``config`` describes, over ``node_input`` and ``encoder``."""
-        return cls(node_input, encoder, config.predictor, config.predictor_hidden,
-                   config.predictor_layers, config.predictor_dropout)
 
     def encode(self, x: Tensor | None, adj: Tensor) -> Tensor:
         """Node vectors :math:`\\mathbf{h}`, shape ``[N, C]``."""

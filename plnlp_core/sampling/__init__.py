@@ -5,18 +5,15 @@ returns ``m`` negative pairs that are never an observed edge nor a self-loop;
 :func:`draw_negatives` turns draws into ``num_neg`` negatives per positive,
 shared or independent.
 """
-from plnlp_core.registry import Registry
+from plnlp_core.sampling.adversarial_sampler import AdversarialSampler
 from plnlp_core.sampling.base import NegativeSampler
-
-SAMPLERS: Registry[type[NegativeSampler]] = Registry("sampler")
-
-from plnlp_core.sampling.adversarial_sampler import AdversarialSampler  # noqa: E402
-from plnlp_core.sampling.global_sampler import GlobalSampler  # noqa: E402
-from plnlp_core.sampling.hard_sampler import HardSampler  # noqa: E402
-from plnlp_core.sampling.local_sampler import LocalSampler  # noqa: E402
-from plnlp_core.sampling.model_guided import ModelGuidedSampler, PairScorer, check_pool_size  # noqa: E402
-from plnlp_core.sampling.negatives import NEGATIVE_MODES, Negatives, draw_negatives  # noqa: E402
-from plnlp_core.sampling.sharing import share_negatives  # noqa: E402
+from plnlp_core.sampling.global_sampler import GlobalSampler
+from plnlp_core.sampling.hard_sampler import HardSampler
+from plnlp_core.sampling.local_sampler import LocalSampler
+from plnlp_core.sampling.model_guided import ModelGuidedSampler, PairScorer, check_pool_size
+from plnlp_core.sampling.negatives import NEGATIVE_MODES, Negatives, draw_negatives
+from plnlp_core.sampling.registry import SAMPLERS
+from plnlp_core.sampling.sharing import share_negatives
 
 __all__ = [
     "NEGATIVE_MODES",

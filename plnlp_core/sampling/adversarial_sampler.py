@@ -1,14 +1,9 @@
-from typing import TYPE_CHECKING
-
 import torch
 from torch import Tensor, nn
 
 from plnlp_core.edge_set import EdgeSet
-from plnlp_core.sampling import SAMPLERS
 from plnlp_core.sampling.model_guided import ModelGuidedSampler
-
-if TYPE_CHECKING:
-    from plnlp_core.config import PLNLPConfig
+from plnlp_core.sampling.registry import SAMPLERS
 
 
 @SAMPLERS.register("adversarial")
@@ -49,12 +44,6 @@ class AdversarialSampler(ModelGuidedSampler):
         self.optimizer = torch.optim.Adam(self.embedding.parameters(), lr=lr)
         self.baseline_momentum = baseline_momentum
         self.baseline = torch.zeros((), device=edge_set.keys.device)
-
-    @classmethod
-    def from_settings(cls, edge_set: EdgeSet, degree: Tensor,
-                      settings: "PLNLPConfig") -> "AdversarialSampler":
-        return cls(edge_set, degree, settings.candidate_pool, settings.generator_dim,
-                   settings.generator_lr)
 
     def choose(self, pool: Tensor, generator: torch.Generator | None) -> Tensor:
         self.embedding.to(pool.device)

@@ -1,14 +1,10 @@
 import functools
-from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from plnlp_core.edge_set import EdgeSet
 from plnlp_core.errors import PLNLPError
-
-if TYPE_CHECKING:
-    from plnlp_core.config import PLNLPConfig
 
 
 class NegativeSampler:
@@ -41,13 +37,6 @@ class NegativeSampler:
     def __init__(self, edge_set: EdgeSet) -> None:
         self.edge_set = edge_set
         self.num_nodes = edge_set.num_nodes
-
-    @classmethod
-    def from_settings(
-        cls, edge_set: EdgeSet, degree: Tensor, settings: "PLNLPConfig",
-    ) -> "NegativeSampler":
-        """Builds the sampler from the graph and the experiment's settings."""
-        return cls(edge_set)
 
     def state_dict(self) -> dict:
         """What the sampler learned, for a run that resumes (none here)."""

@@ -2,8 +2,8 @@ import torch
 from torch import Tensor
 
 from plnlp_core.edge_set import EdgeSet
-from plnlp_core.sampling import SAMPLERS
 from plnlp_core.sampling.base import NegativeSampler
+from plnlp_core.sampling.registry import SAMPLERS
 
 
 @SAMPLERS.register("global")

@@ -1,8 +1,8 @@
 import torch
 from torch import Tensor
 
-from plnlp_core.sampling import SAMPLERS
 from plnlp_core.sampling.model_guided import ModelGuidedSampler
+from plnlp_core.sampling.registry import SAMPLERS
 
 
 @SAMPLERS.register("hard")

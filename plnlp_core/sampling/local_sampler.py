@@ -1,14 +1,9 @@
-from typing import TYPE_CHECKING
-
 import torch
 from torch import Tensor
 
 from plnlp_core.edge_set import EdgeSet
-from plnlp_core.sampling import SAMPLERS
 from plnlp_core.sampling.base import NegativeSampler
-
-if TYPE_CHECKING:
-    from plnlp_core.config import PLNLPConfig
+from plnlp_core.sampling.registry import SAMPLERS
 
 
 @SAMPLERS.register("local")
@@ -40,11 +35,6 @@ class LocalSampler(NegativeSampler):
             self.probs = degree.double().clamp(min=1).pow(degree_power)
             self.cdf = (self.probs.cumsum(0) / self.probs.sum()).float()
         self.non_neighbour = self._verified_non_neighbours()
-
-    @classmethod
-    def from_settings(cls, edge_set: EdgeSet, degree: Tensor,
-                      settings: "PLNLPConfig") -> "LocalSampler":
-        return cls(edge_set, degree, settings.degree_power)
 
     def rejection_chances(self) -> tuple[Tensor, Tensor]:
         """Per anchor: the weight of its out-neighbours and itself among all

@@ -1,5 +1,4 @@
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -7,9 +6,6 @@ from torch import Tensor
 from plnlp_core.edge_set import EdgeSet
 from plnlp_core.errors import PLNLPError
 from plnlp_core.sampling.local_sampler import LocalSampler
-
-if TYPE_CHECKING:
-    from plnlp_core.config import PLNLPConfig
 
 PairScorer = Callable[[Tensor], Tensor]
 
@@ -49,11 +45,6 @@ class ModelGuidedSampler(LocalSampler):
         super().__init__(edge_set, degree, 0.0)
         self.pool_size = pool_size
         self.scorer: PairScorer | None = None
-
-    @classmethod
-    def from_settings(cls, edge_set: EdgeSet, degree: Tensor,
-                      settings: "PLNLPConfig") -> "ModelGuidedSampler":
-        return cls(edge_set, degree, settings.candidate_pool)
 
     def observe(self, scorer: PairScorer) -> None:
         """Takes the scorer the next draws consult: pairs ``[M, 2]`` to scores ``[M]``."""

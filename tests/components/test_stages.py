@@ -13,7 +13,8 @@ from components.load import load_dataset
 from components.parquet_io import read_split
 from components.train import train
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS, load_ogb
+from plnlp_core.datasets import DATASETS
+from plnlp_core.ogb_reader import load_ogb
 
 pytestmark = pytest.mark.slow
 

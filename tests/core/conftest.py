@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from plnlp_core.datasets import DATASETS, LinkSplit, load_ogb
+from plnlp_core.datasets import DATASETS, LinkSplit
+from plnlp_core.ogb_reader import load_ogb
 from tests.standin import write_ddi_standin
 
 

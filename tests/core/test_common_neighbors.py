@@ -3,11 +3,12 @@ references, target-link removal, and the edge-level model training."""
 import pytest
 import torch
 
+from plnlp_core.assembly import build_model, build_step_options, build_training_graph
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
 from plnlp_core.evaluation import evaluate
-from plnlp_core.experiment import build_model, build_training_graph, fit
+from plnlp_core.fitting import fit
 from plnlp_core.graph import build_adjacency
 from plnlp_core.nn import EdgeLevelModel
 from plnlp_core.nn.common_neighbors import (
@@ -16,7 +17,7 @@ from plnlp_core.nn.common_neighbors import (
     path3_counts,
     remove_edges,
 )
-from plnlp_core.training import StepOptions, draw_batch, train_step
+from plnlp_core.training import draw_batch, train_step
 
 
 def random_graph(num_nodes: int, num_edges: int, seed: int) -> torch.Tensor:
@@ -136,7 +137,7 @@ def test_an_edge_level_model_lowers_its_loss_on_a_tiny_graph(path_length):
 
     sampler = SAMPLERS.get("global")(EdgeSet(edges, num_nodes, True))
     optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
-    options = StepOptions.from_config(config)
+    options = build_step_options(config)
     g = torch.Generator().manual_seed(0)
     model.train()
     losses = [float(train_step(model, optimizer, None, adj,
@@ -242,7 +243,7 @@ def test_a_step_ranking_most_of_the_graph_scores_groups_on_graphs_without_their_
 ])
 def test_the_edge_level_trains_with_every_loss_sampler_negative_mode_and_walks(
         ddi_standin_split, changes):
-    from plnlp_core.experiment import build_walk_rounds
+    from plnlp_core.assembly import build_walk_rounds
 
     split = ddi_standin_split
     config = PLNLPConfig.from_mapping({**SMALL, "epochs": 2, **changes})

@@ -4,11 +4,12 @@ adversarial generator learns to propose what the model scores high."""
 import pytest
 import torch
 
+from plnlp_core.assembly import build_negative_sampler
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.edge_set import EdgeSet
 from plnlp_core.errors import PLNLPError
 from plnlp_core.graph import build_adjacency
-from plnlp_core.sampling import SAMPLERS, AdversarialSampler, HardSampler, draw_negatives
+from plnlp_core.sampling import AdversarialSampler, HardSampler, draw_negatives
 
 NUM_NODES = 40
 
@@ -21,7 +22,7 @@ def dense_graph() -> torch.Tensor:
 def make(name: str, edges: torch.Tensor, **settings: object):
     _, degree = build_adjacency(edges, NUM_NODES)
     edge_set = EdgeSet(edges, NUM_NODES, undirected=True)
-    return SAMPLERS.get(name).from_settings(edge_set, degree, PLNLPConfig(**settings))
+    return build_negative_sampler(PLNLPConfig(sampler=name, **settings), edge_set, degree)
 
 
 def by_endpoint(pairs: torch.Tensor) -> torch.Tensor:

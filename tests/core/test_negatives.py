@@ -4,10 +4,11 @@ their positive's anchor."""
 import pytest
 import torch
 
+from plnlp_core.assembly import build_negative_sampler
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.edge_set import EdgeSet
 from plnlp_core.graph import build_adjacency
-from plnlp_core.sampling import SAMPLERS, draw_negatives
+from plnlp_core.sampling import draw_negatives
 
 NUM_NODES = 30
 
@@ -20,8 +21,8 @@ def ring_with_chords() -> torch.Tensor:
 
 def sampler_for(name: str, edges: torch.Tensor):
     _, degree = build_adjacency(edges, NUM_NODES)
-    return SAMPLERS.get(name).from_settings(EdgeSet(edges, NUM_NODES, undirected=True), degree,
-                                             PLNLPConfig())
+    return build_negative_sampler(PLNLPConfig(sampler=name),
+                                  EdgeSet(edges, NUM_NODES, undirected=True), degree)
 
 
 def known_pairs(edges: torch.Tensor) -> set[tuple[int, int]]:

@@ -5,6 +5,7 @@ import itertools
 import pytest
 import torch
 
+from plnlp_core.assembly import build_negative_sampler
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.edge_set import EdgeSet
 from plnlp_core.errors import PLNLPError
@@ -30,7 +31,7 @@ def make_sampler(name: str, edges: torch.Tensor, degree_power: float = 0.0):
     _, degree = build_adjacency(edges, NUM_NODES)
     edge_set = EdgeSet(edges, NUM_NODES, undirected=True)
     settings = PLNLPConfig(degree_power=degree_power)
-    return SAMPLERS.get(name).from_settings(edge_set, degree, settings)
+    return build_negative_sampler(settings.replace(sampler=name), edge_set, degree)
 
 
 def positives_of(edges: torch.Tensor, repeats: int) -> torch.Tensor:
@@ -117,8 +118,8 @@ def test_sampler_raises_plnlp_error_when_no_non_edge_exists(name):
     complete = torch.tensor(list(itertools.combinations(range(5), 2)))
     _, degree = build_adjacency(complete, 5)
     with pytest.raises(PLNLPError, match="no non-edge"):
-        SAMPLERS.get(name).from_settings(EdgeSet(complete, 5, undirected=True), degree,
-                                         PLNLPConfig())
+        build_negative_sampler(PLNLPConfig(sampler=name), EdgeSet(complete, 5, undirected=True),
+                               degree)
 
 
 def test_sampler_table_names_every_sampler():

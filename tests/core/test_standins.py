@@ -16,14 +16,17 @@ import torch
 
 import plnlp_core.standins as standins
 from pipelines.standin import main as standin_main
-from plnlp_core.datasets import DATASETS, NUMPY_SAFE_GLOBALS, cache_dir, load_ogb
+from plnlp_core.datasets import DATASETS, cache_dir
 from plnlp_core.errors import PLNLPError
+from plnlp_core.ogb_reader import NUMPY_SAFE_GLOBALS, load_ogb
 from plnlp_core.standins import (
     SIZES,
     SPLIT_TYPES,
     StandinSize,
+    cache,
     cached_standin,
     estimate_standin_bytes,
+    sizing,
     standin_size,
     write_standin,
 )
@@ -234,15 +237,15 @@ def test_cached_standin_replaces_a_dead_scratch_folder_and_keeps_a_live_one():
 
 def test_the_loser_of_a_race_discards_its_copy_and_uses_the_winners(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture):
-    final = cache_dir() / "standins" / standins._cache_key(DATASETS.get("ddi"),
-                                                            SIZES["ddi"]["tiny"], 0)
-    write = standins.write_standin
+    final = cache_dir() / "standins" / cache._cache_key(DATASETS.get("ddi"),
+                                                         SIZES["ddi"]["tiny"], 0)
+    write = cache.write_standin
 
     def racing(dataset: str, root: Path, size: StandinSize, seed: int) -> Path:
         write(dataset, final, size, seed)  # another process finishes first
         return write(dataset, root, size, seed)
 
-    monkeypatch.setattr(standins, "write_standin", racing)
+    monkeypatch.setattr(cache, "write_standin", racing)
     assert cached_standin("ddi") == final
     assert "another process wrote" in capsys.readouterr().out
     assert sorted(p.name for p in final.parent.iterdir()) == [final.name]
@@ -269,7 +272,7 @@ def test_the_cli_help_imports_neither_ray_nor_mlflow_nor_torch():
 def test_the_cli_refuses_bad_input_with_exit_2_and_one_line(
         tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch,
         argv: list[str], expected: str):
-    monkeypatch.setattr(standins, "available_memory_bytes", lambda: 16 * 2**30)
+    monkeypatch.setattr(sizing, "available_memory_bytes", lambda: 16 * 2**30)
     assert standin_main([*argv, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(expected) and len(err.splitlines()) == 1

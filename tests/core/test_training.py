@@ -1,10 +1,11 @@
-"""Training: train_step, train_epoch and experiment.fit on the ddi stand-in."""
+"""Training: train_step, train_epoch and fitting.fit on the ddi stand-in."""
 import pytest
 import torch
 
+from plnlp_core.assembly import build_model, build_training_graph
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.evaluation import evaluate
-from plnlp_core.experiment import build_model, build_training_graph, fit
+from plnlp_core.fitting import fit
 from plnlp_core.losses import LOSSES
 from plnlp_core.training import PairBatch, StepOptions, draw_batch, train_step
 
@@ -64,7 +65,7 @@ def test_fit_prefers_validation_over_test_and_the_last_epoch(ddi_standin_split, 
         valid, test = next(script)
         return {"valid_hits_20": valid, "test_hits_20": test}
 
-    monkeypatch.setattr("plnlp_core.experiment.evaluate", scripted_evaluate)
+    monkeypatch.setattr("plnlp_core.fitting.evaluate", scripted_evaluate)
     _, _, result = small_fit(ddi_standin_split, epochs=4)
     assert result.best_epoch == 2
     assert result.best_metrics == {"valid_hits_20": 0.5, "test_hits_20": 0.2}
@@ -78,7 +79,7 @@ def test_fit_evaluates_every_eval_every_epochs_and_after_the_last(ddi_standin_sp
 
 def test_walk_rounds_join_the_positives_after_the_edges_and_train_finitely(
         ddi_standin_split):
-    from plnlp_core.experiment import build_walk_rounds
+    from plnlp_core.assembly import build_walk_rounds
 
     split = ddi_standin_split
     config = PLNLPConfig.from_mapping({**SMALL, "epochs": 3, "loss": "weighted_hinge_auc",
@@ -101,7 +102,7 @@ def test_walk_rounds_join_the_positives_after_the_edges_and_train_finitely(
 
 
 def test_walk_positives_walks_ranks_the_walk_pairs_alone(ddi_standin_split):
-    from plnlp_core.experiment import build_walk_rounds
+    from plnlp_core.assembly import build_walk_rounds
 
     split = ddi_standin_split
     config = PLNLPConfig.from_mapping({**SMALL, "loss": "weighted_hinge_auc", "walk_length": 2,
@@ -190,7 +191,7 @@ def test_clip_gradients_clips_encoder_and_predictor_each_and_not_the_embedding()
 
 
 def test_linear_lr_decay_follows_the_authors_schedule(ddi_standin_split):
-    from plnlp_core.experiment import learning_rate_schedule
+    from plnlp_core.fitting import learning_rate_schedule
 
     config = PLNLPConfig(lr=0.01, epochs=4, lr_decay="linear")
     optimizer = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=config.lr)
@@ -211,7 +212,7 @@ def test_select_best_last_keeps_the_last_of_equal_validation_scores(
     def saturated(model, info, x, adj, splits, batch_size):
         return {"valid_hits_20": 1.0, "test_hits_20": 0.5}
 
-    monkeypatch.setattr("plnlp_core.experiment.evaluate", saturated)
+    monkeypatch.setattr("plnlp_core.fitting.evaluate", saturated)
     _, _, first = small_fit(ddi_standin_split, epochs=3)
     _, _, last = small_fit(ddi_standin_split, epochs=3, select_best="last")
     assert first.best_epoch == 1

@@ -498,9 +498,9 @@ def test_impossible_standins_are_refused(entry_id, tmp_path, capsys):
 ])
 def test_standin_generators_that_give_up_are_refused(entry_id, patch, tmp_path, monkeypatch,
                                                      capsys):
-    import plnlp_core.standins
+    import plnlp_core.standins.generating
 
-    monkeypatch.setattr(plnlp_core.standins, *patch)
+    monkeypatch.setattr(plnlp_core.standins.generating, *patch)
     code = standin_main(["--dataset", "ddi", "--out", str(tmp_path)])
     assert_refused(entry_id, code, capsys.readouterr().err,
                    "test_standin_generators_that_give_up_are_refused")

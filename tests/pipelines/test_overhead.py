@@ -11,8 +11,10 @@ from components.tracking import median_epoch_interval
 from pipelines.arguments import parse_args
 from pipelines.plan import plan_run
 from pipelines.run import main
-from plnlp_core.datasets import DATASETS, load_ogb
-from plnlp_core.experiment import build_model, build_training_graph, fit
+from plnlp_core.assembly import build_model, build_training_graph
+from plnlp_core.datasets import DATASETS
+from plnlp_core.fitting import fit
+from plnlp_core.ogb_reader import load_ogb
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,6 @@
 from torch import Tensor, nn
 
-from plnlp_core.nn.predictors import PREDICTORS
+from plnlp_core.nn.predictors.registry import PREDICTORS
 
 
 @PREDICTORS.register("dot")

@@ -1,7 +1,7 @@
 import torch
 from torch import Tensor, nn
 
-from plnlp_core.nn.predictors import PREDICTORS
+from plnlp_core.nn.predictors.registry import PREDICTORS
 from plnlp_core.nn.relu_dropout import relu_dropout
 
 

@@ -1,5 +1,5 @@
-"""Assembles a PLNLP experiment from its config and runs it: the same code
-for one process and for each DDP worker."""
+"""The epoch loop of a PLNLP experiment, :func:`fit`: the same code for one
+process and for each DDP worker."""
 import copy
 import functools
 import time
@@ -10,106 +10,13 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+from plnlp_core.assembly import build_sampler, build_step_options
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DatasetInfo, LinkSplit
-from plnlp_core.edge_set import EdgeSet
+from plnlp_core.datasets import LinkSplit
 from plnlp_core.evaluation import evaluate
 from plnlp_core.fit_state import FitState
-from plnlp_core.graph import (
-    TrainingGraph,
-    WalkRounds,
-    append_pairs,
-    build_adjacency,
-    normalized_margins,
-    select_training_edges,
-)
-from plnlp_core.losses import WEIGHTED_LOSSES
-from plnlp_core.nn import ENCODER_LEVELS, GNNEncoder, NodeInput, PLNLPModel
-from plnlp_core.random_walk import random_walk_pairs, walk_starts
-from plnlp_core.sampling import SAMPLERS, NegativeSampler
-from plnlp_core.training import (
-    StepOptions,
-    check_precision,
-    set_matmul_precision,
-    train_epoch,
-)
-
-
-def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLPModel:
-    """The encoder and predictor ``config`` names, sized for the dataset, at
-    the node or edge level (``encoder_level``)."""
-    node_input = NodeInput(config.node_input, num_nodes, config.embedding_dim, info.feature_dim)
-    encoder = GNNEncoder(
-        config.encoder, node_input.out_channels, config.hidden_channels,
-        config.encoder_layers, config.dropout, config.activate_last_layer,
-    )
-    return ENCODER_LEVELS.get(config.encoder_level).from_config(config, node_input, encoder)
-
-
-def input_edges(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor, Tensor | None]:
-    """The observed edges training starts from and their weights: training
-    edges from ``min_train_year`` on, plus the validation edges when
-    ``valid_as_input``."""
-    edges, weights = select_training_edges(
-        split.train_pos, split.train_weight, split.train_year, config.min_train_year,
-    )
-    if config.valid_as_input:
-        edges, weights = append_pairs(edges, weights, split.valid_pos, split.valid_weight)
-    return edges, weights
-
-
-def build_input_adjacency(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor, Tensor]:
-    """The message-passing adjacency over the observed edges, and degrees."""
-    edges, _ = input_edges(split, config)
-    return build_adjacency(edges, split.num_nodes)
-
-
-def build_training_graph(
-    split: LinkSplit, config: PLNLPConfig, walks: WalkRounds | None = None,
-) -> TrainingGraph:
-    """Message-passing adjacency over the observed edges, the positives of
-    :func:`training_positives`, and the random-walk rounds ``walks``."""
-    adj, degree = build_input_adjacency(split, config)
-    return TrainingGraph(adj, degree, *training_positives(split, config), walks)
-
-
-def training_positives(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor, Tensor | None]:
-    """The observed edges ranked every epoch, with their margins when the
-    loss reads any: the edge weights (``edge_margin: raw``) or
-    :func:`normalized_margins` (the paper). None at all with
-    ``walk_positives: walks``, where the walk pairs alone are ranked (the
-    authors' code)."""
-    if config.walk_positives == "walks":
-        return torch.empty(0, 2, dtype=torch.long), None
-    edges, weights = input_edges(split, config)
-    if config.loss not in WEIGHTED_LOSSES:
-        return edges, None
-    if config.edge_margin == "normalized":
-        return edges, normalized_margins(edges, weights, split.num_nodes)
-    return edges, weights
-
-
-def build_walk_rounds(
-    split: LinkSplit, config: PLNLPConfig, generator: torch.Generator | None = None,
-) -> list[tuple[Tensor, Tensor]]:
-    """``config.walk_rounds`` independent sets of random-walk pairs over the
-    observed graph, in memory (the ``augment`` stage writes them as Parquet)."""
-    edges, _ = input_edges(split, config)
-    adj, _ = build_adjacency(edges, split.num_nodes)
-    starts = walk_starts(config.walk_starts, split.num_nodes, edges)
-    return [random_walk_pairs(adj, starts, config.walk_length, generator)
-            for _ in range(config.walk_rounds)]
-
-
-def build_sampler(
-    config: PLNLPConfig, split: LinkSplit, graph: TrainingGraph, device: torch.device | None = None,
-) -> NegativeSampler:
-    """The negative sampler ``config`` names, avoiding every observed edge,
-    drawing on ``device`` (where the positives live)."""
-    observed, _ = input_edges(split, config)
-    edge_set = EdgeSet(observed, split.num_nodes, undirected=not split.info.directed)
-    edge_set.to(device or "cpu")
-    return SAMPLERS.get(config.sampler).from_settings(edge_set, graph.degree, config)
+from plnlp_core.graph import TrainingGraph
+from plnlp_core.training import check_precision, set_matmul_precision, train_epoch
 
 
 @dataclass
@@ -159,7 +66,7 @@ def fit(
     x = None if split.x is None else split.x.to(device)
     graph = graph.to(device)
     sampler = build_sampler(config, split, graph, device)
-    options = StepOptions.from_config(config, world_size)
+    options = build_step_options(config, world_size)
     set_matmul_precision(config.precision)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     schedule = learning_rate_schedule(optimizer, config)

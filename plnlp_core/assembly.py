@@ -1,0 +1,130 @@
+"""The one place that maps a :class:`PLNLPConfig` onto the method's parts:
+the model (node input, encoder, predictor, node or edge level), the
+negative sampler, the step's loss and options, and the training graph.
+The parts themselves take plain keyword arguments."""
+import torch
+from torch import Tensor
+
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import DatasetInfo, LinkSplit
+from plnlp_core.edge_set import EdgeSet
+from plnlp_core.graph import (
+    TrainingGraph,
+    WalkRounds,
+    append_pairs,
+    build_adjacency,
+    normalized_margins,
+    select_training_edges,
+)
+from plnlp_core.losses import LOSSES, WEIGHTED_LOSSES
+from plnlp_core.nn import ENCODER_LEVELS, GNNEncoder, NodeInput, PLNLPModel
+from plnlp_core.random_walk import random_walk_pairs, walk_starts
+from plnlp_core.sampling import SAMPLERS, NegativeSampler
+from plnlp_core.training import StepOptions
+
+
+def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLPModel:
+    """The encoder and predictor ``config`` names, sized for the dataset, at
+    the node or edge level (``encoder_level``)."""
+    node_input = NodeInput(config.node_input, num_nodes, config.embedding_dim, info.feature_dim)
+    encoder = GNNEncoder(
+        config.encoder, node_input.out_channels, config.hidden_channels,
+        config.encoder_layers, config.dropout, config.activate_last_layer,
+    )
+    level_arguments = {
+        "node": {"predictor": config.predictor},
+        "edge": {"path_length": config.edge_path_length},
+    }
+    return ENCODER_LEVELS.get(config.encoder_level)(
+        node_input, encoder, predictor_hidden=config.predictor_hidden,
+        predictor_layers=config.predictor_layers, predictor_dropout=config.predictor_dropout,
+        **level_arguments[config.encoder_level],
+    )
+
+
+def input_edges(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor, Tensor | None]:
+    """The observed edges training starts from and their weights: training
+    edges from ``min_train_year`` on, plus the validation edges when
+    ``valid_as_input``."""
+    edges, weights = select_training_edges(
+        split.train_pos, split.train_weight, split.train_year, config.min_train_year,
+    )
+    if config.valid_as_input:
+        edges, weights = append_pairs(edges, weights, split.valid_pos, split.valid_weight)
+    return edges, weights
+
+
+def build_input_adjacency(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor, Tensor]:
+    """The message-passing adjacency over the observed edges, and degrees."""
+    edges, _ = input_edges(split, config)
+    return build_adjacency(edges, split.num_nodes)
+
+
+def build_training_graph(
+    split: LinkSplit, config: PLNLPConfig, walks: WalkRounds | None = None,
+) -> TrainingGraph:
+    """Message-passing adjacency over the observed edges, the positives of
+    :func:`training_positives`, and the random-walk rounds ``walks``."""
+    adj, degree = build_input_adjacency(split, config)
+    return TrainingGraph(adj, degree, *training_positives(split, config), walks)
+
+
+def training_positives(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor, Tensor | None]:
+    """The observed edges ranked every epoch, with their margins when the
+    loss reads any: the edge weights (``edge_margin: raw``) or
+    :func:`normalized_margins` (the paper). None at all with
+    ``walk_positives: walks``, where the walk pairs alone are ranked (the
+    authors' code)."""
+    if config.walk_positives == "walks":
+        return torch.empty(0, 2, dtype=torch.long), None
+    edges, weights = input_edges(split, config)
+    if config.loss not in WEIGHTED_LOSSES:
+        return edges, None
+    if config.edge_margin == "normalized":
+        return edges, normalized_margins(edges, weights, split.num_nodes)
+    return edges, weights
+
+
+def build_walk_rounds(
+    split: LinkSplit, config: PLNLPConfig, generator: torch.Generator | None = None,
+) -> list[tuple[Tensor, Tensor]]:
+    """``config.walk_rounds`` independent sets of random-walk pairs over the
+    observed graph, in memory (the ``augment`` stage writes them as Parquet)."""
+    edges, _ = input_edges(split, config)
+    adj, _ = build_adjacency(edges, split.num_nodes)
+    starts = walk_starts(config.walk_starts, split.num_nodes, edges)
+    return [random_walk_pairs(adj, starts, config.walk_length, generator)
+            for _ in range(config.walk_rounds)]
+
+
+def build_sampler(
+    config: PLNLPConfig, split: LinkSplit, graph: TrainingGraph, device: torch.device | None = None,
+) -> NegativeSampler:
+    """The negative sampler ``config`` names, avoiding every observed edge,
+    drawing on ``device`` (where the positives live)."""
+    observed, _ = input_edges(split, config)
+    edge_set = EdgeSet(observed, split.num_nodes, undirected=not split.info.directed)
+    edge_set.to(device or "cpu")
+    return build_negative_sampler(config, edge_set, graph.degree)
+
+
+def build_negative_sampler(
+    config: PLNLPConfig, edge_set: EdgeSet, degree: Tensor,
+) -> NegativeSampler:
+    """The sampler ``config.sampler`` names over the observed ``edge_set``
+    (node ``degree`` in the training graph), with the settings it takes."""
+    guided = {"degree": degree, "pool_size": config.candidate_pool}
+    sampler_arguments = {
+        "global": {},
+        "local": {"degree": degree, "degree_power": config.degree_power},
+        "hard": guided,
+        "adversarial": {**guided, "dim": config.generator_dim, "lr": config.generator_lr},
+    }
+    return SAMPLERS.get(config.sampler)(edge_set, **sampler_arguments[config.sampler])
+
+
+def build_step_options(config: PLNLPConfig, world_size: int = 1) -> StepOptions:
+    """How each step ranks and updates: the loss ``config.loss`` names and
+    the step's settings."""
+    return StepOptions(LOSSES.get(config.loss), config.num_neg, config.negatives, config.l2,
+                       config.clip_grad_norm, world_size, config.precision)
