@@ -416,7 +416,7 @@ def bench_pipeline(args: argparse.Namespace, split: LinkSplit) -> dict | None:
     from components.tracking import median_epoch_interval
     from pipelines.run import main as run_pipeline
 
-    epochs = 10 if args.quick else 30
+    epochs = 30  # fewer would let the controller's first MLflow writes sway the median
     workload = Workload("ddi smoke, 2 batches", "ddi", "smoke", "real", 0,
                         {"epochs": epochs, "max_batches_per_epoch": 2})
     config = preset_config(workload)

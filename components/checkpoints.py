@@ -7,11 +7,13 @@ model's parameter shapes), ``timing.json`` (``fit_seconds`` and the
 worker's start-up marks) and, once validation has improved, ``best/``
 with ``model.pt`` (a ``state_dict``) and ``best.json`` (its epoch and
 metrics)."""
+import json
 from pathlib import Path
 
 import torch
 
 from plnlp_core.datasets import cache_dir
+from plnlp_core.fit_state import FitState
 
 CHECKPOINT_FILE = "model.pt"
 BEST_FILE = "best.json"
@@ -33,3 +35,20 @@ def model_shapes(state: dict[str, torch.Tensor]) -> dict[str, object]:
     shapes = {name: list(value.shape) for name, value in state.items()}
     return {"num_nodes": shapes["node_input.embedding.weight"][0]
             if "node_input.embedding.weight" in shapes else None, "shapes": shapes}
+
+
+def write_checkpoint(directory: Path, state: FitState, rank: int,
+                     history: list[dict[str, float]], timing: dict[str, object]) -> None:
+    """Writes worker ``rank``'s training state into ``directory``; rank 0
+    adds the history, shapes, timing and best model of the layout above."""
+    state.save(directory, rank)
+    if rank != 0:
+        return
+    (directory / HISTORY_FILE).write_text(json.dumps(history))
+    (directory / SHAPES_FILE).write_text(json.dumps(model_shapes(state.model)))
+    (directory / TIMING_FILE).write_text(json.dumps(timing))
+    if state.best_state is not None:
+        (directory / BEST_DIR).mkdir()
+        torch.save(state.best_state, directory / BEST_DIR / CHECKPOINT_FILE)
+        best = {"epoch": state.best_epoch, "metrics": state.best_metrics}
+        (directory / BEST_DIR / BEST_FILE).write_text(json.dumps(best))

@@ -1,6 +1,5 @@
 """What a Train worker does after each epoch: print it, checkpoint it, and
 report it to Ray Train's controller when a report is worth its cost."""
-import json
 import sys
 import tempfile
 import time
@@ -12,15 +11,7 @@ import ray.train.torch
 import torch
 import torch.distributed as dist
 
-from components.checkpoints import (
-    BEST_DIR,
-    BEST_FILE,
-    CHECKPOINT_FILE,
-    HISTORY_FILE,
-    SHAPES_FILE,
-    TIMING_FILE,
-    model_shapes,
-)
+from components.checkpoints import write_checkpoint
 from components.train_report import EPOCHS, RESTORED_FROM, WALL_TIME
 from plnlp_core.fitting import EpochResult
 
@@ -128,27 +119,12 @@ class EpochReporter:
         return METRICS if decides or since >= REPORT_INTERVAL_S else NO_REPORT
 
     def _checkpoint(self, result: EpochResult, metrics: dict[str, float]) -> None:
-        state = result.snapshot()
         with tempfile.TemporaryDirectory() as scratch:
-            directory = Path(scratch)
-            state.save(directory, self.rank)
-            if self.rank == 0:
-                self._write_rank0_files(directory, state)
-            self._report(metrics, ray.train.Checkpoint.from_directory(directory))
+            timing = {"fit_seconds": time.perf_counter() - self.started,
+                      "startup": self.startup or {}}
+            write_checkpoint(Path(scratch), result.snapshot(), self.rank, self.history, timing)
+            self._report(metrics, ray.train.Checkpoint.from_directory(scratch))
         self.last_checkpoint_epoch = result.epoch
-
-    def _write_rank0_files(self, directory: Path, state: object) -> None:
-        """The history, shapes, timing and best model of the checkpoint layout."""
-        (directory / HISTORY_FILE).write_text(json.dumps(self.history))
-        (directory / SHAPES_FILE).write_text(json.dumps(model_shapes(state.model)))
-        timing = {"fit_seconds": time.perf_counter() - self.started,
-                  "startup": self.startup or {}}
-        (directory / TIMING_FILE).write_text(json.dumps(timing))
-        if state.best_state is not None:
-            (directory / BEST_DIR).mkdir()
-            torch.save(state.best_state, directory / BEST_DIR / CHECKPOINT_FILE)
-            best = {"epoch": state.best_epoch, "metrics": state.best_metrics}
-            (directory / BEST_DIR / BEST_FILE).write_text(json.dumps(best))
 
     def _report(self, metrics: dict[str, float],
                 checkpoint: ray.train.Checkpoint | None = None) -> None:

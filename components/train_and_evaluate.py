@@ -2,7 +2,8 @@
 and a sweep each trial, recorded in the active MLflow run."""
 import shutil
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import mlflow
@@ -33,33 +34,42 @@ def train_and_evaluate(
     config.validate_graph(dataset.meta.num_nodes)
     cache_root = str(Path(dataset.directory).parent)  # walks are cached beside their splits
     walks = augment(dataset, config, cache_root) if config.uses_random_walk else None
-    trained = train_in_run(dataset, walks, config, workers, checkpoints, max_failures, callbacks,
-                           decision_epochs)
-    final = ray.get(evaluate_checkpoint.options(**workers.task_resources())
-                    .remote(dataset, trained, config))
-    mlflow.log_metrics(final)
-    shutil.rmtree(checkpoints / mlflow.active_run().info.run_id, ignore_errors=True)
+    with run_checkpoints(checkpoints) as storage:
+        trained = train_in_run(dataset, walks, config, workers, storage, max_failures,
+                               callbacks, decision_epochs)
+        final = ray.get(evaluate_checkpoint.options(**workers.task_resources())
+                        .remote(dataset, trained, config))
+        mlflow.log_metrics(final)
     return final
+
+
+@contextmanager
+def run_checkpoints(checkpoints: Path) -> Iterator[Path]:
+    """The active MLflow run's training checkpoints, ``checkpoints/<run
+    id>`` (its ``plnlp.checkpoints`` tag), removed when the block ends
+    without an error, once MLflow holds the best model; a failed or
+    interrupted run keeps them, so that ``--resume`` can go on from them."""
+    storage = checkpoints / mlflow.active_run().info.run_id
+    mlflow.set_tag(CHECKPOINTS_TAG, str(storage))
+    yield storage
+    shutil.rmtree(storage, ignore_errors=True)
 
 
 def train_in_run(
     dataset: DatasetArtifact, walks: WalkArtifact | None, config: PLNLPConfig,
-    workers: WorkerGroup, checkpoints: Path, max_failures: int = 3,
+    workers: WorkerGroup, storage: Path, max_failures: int = 3,
     callbacks: list[ray.train.UserCallback] = (), decision_epochs: Collection[int] = (),
 ) -> TrainArtifact:
     """Trains ``config`` in the active MLflow run, which records every
     epoch, the best epoch, the timings, the best checkpoint and the learning
-    curve. Training checkpoints go to ``checkpoints/<run id>`` (the run's
-    ``plnlp.checkpoints`` tag), kept until the caller is done, so that
-    ``--resume`` can go on from them. ``callbacks`` see Train's reports (a
+    curve. Training checkpoints go to ``storage`` (see
+    :func:`run_checkpoints`). ``callbacks`` see Train's reports (a
     sweep trial's :class:`components.sweep_report.SweepReporter`, with its
     scheduler's ``decision_epochs``). The first training of this process
     also logs where its start-up went (``startup_*_s``, see
     :mod:`components.startup`)."""
     config.validate_graph(dataset.meta.num_nodes)
     run_id = mlflow.active_run().info.run_id
-    storage = checkpoints / run_id
-    mlflow.set_tag(CHECKPOINTS_TAG, str(storage))
     start = time.perf_counter()
     trained = train(dataset, walks, config, str(storage), workers, mlflow.get_tracking_uri(),
                     run_id, max_failures, callbacks, decision_epochs)

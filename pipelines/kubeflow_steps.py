@@ -10,7 +10,6 @@ store and starts or joins Ray (``RAY_ADDRESS``) first; a refusal prints one
 import argparse
 import shutil
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 
 import mlflow
@@ -23,12 +22,12 @@ from components.checkpoints import checkpoint_root
 from components.evaluate import evaluate_checkpoint
 from components.stage_cache import stage_cache_root
 from components.tracking import log_config, log_graph
-from components.train_and_evaluate import train_in_run
+from components.train_and_evaluate import run_checkpoints, train_in_run
 from pipelines.arguments import parse_args, worker_group
 from pipelines.console import quiet_console
 from pipelines.job import execute, prepare
 from pipelines.load_stage import load_stage
-from pipelines.plan import plan_run
+from pipelines.plan import plan_run, run_params
 from pipelines.run import run_name
 from pipelines.settings import graph_source
 from plnlp_core.config import PLNLPConfig
@@ -102,16 +101,13 @@ def train_step(
 
     def job(work: Path) -> TrainArtifact:
         log_graph(dataset)
-        log_config(plan.config, {"model": plan.model, "runs": 1,
-                                 "max_failures": args.max_failures, **asdict(workers)})
-        checkpoints = checkpoint_root(args.work_dir)
-        trained = train_in_run(dataset, walks if walks.rounds else None, plan.config, workers,
-                               checkpoints, args.max_failures)
-        shutil.copytree(trained.checkpoint_dir, out)
-        (Path(out) / CONFIG_FILE).write_text(yaml.safe_dump(plan.config.to_dict(),
-                                                            sort_keys=False))
-        # MLflow and ``out`` hold the best model now
-        shutil.rmtree(checkpoints / mlflow.active_run().info.run_id, ignore_errors=True)
+        log_config(plan.config, run_params(args, plan))
+        with run_checkpoints(checkpoint_root(args.work_dir)) as storage:
+            trained = train_in_run(dataset, walks if walks.rounds else None, plan.config,
+                                   workers, storage, args.max_failures)
+            shutil.copytree(trained.checkpoint_dir, out)
+            (Path(out) / CONFIG_FILE).write_text(yaml.safe_dump(plan.config.to_dict(),
+                                                                sort_keys=False))
         return trained
 
     return _finished(execute(args.experiment or f"plnlp-{plan.source.info.name}",

@@ -5,7 +5,9 @@ MLflow, imported only then so that ``--help`` and a refused setting answer
 at once)."""
 import argparse
 import sys
+from dataclasses import asdict
 
+from pipelines.arguments import worker_group
 from pipelines.settings import (
     GraphSource,
     RunPlan,
@@ -54,3 +56,10 @@ def confirm_cpu_run(args: argparse.Namespace, source: GraphSource) -> None:
     raise PLNLPError(f"the {args.dataset} {preset!r} preset is made for a GPU and would "
                      "take hours on CPUs; add --use-gpu on a machine with GPUs, choose "
                      "--preset cpu (or smoke), or add --yes to run it on CPUs anyway.")
+
+
+def run_params(args: argparse.Namespace, plan: RunPlan) -> dict[str, object]:
+    """The run's settings beside the config's, as every run logs them: the
+    model, the seeds, the restarts allowed and the worker group."""
+    return {"model": plan.model, "runs": plan.runs, "max_failures": args.max_failures,
+            **asdict(worker_group(args))}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from components.startup import mark_command_start
 from pipelines.arguments import parse_args, worker_group
-from pipelines.plan import plan_run
+from pipelines.plan import plan_run, run_params
 from pipelines.settings import RunPlan, preset_name
 from plnlp_core.errors import PLNLPError
 
@@ -23,8 +23,6 @@ def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
     summarised as mean and std. A resumed run goes on with its unfinished
     seeds."""
     # Ray, MLflow and the stages load only once the arguments are valid.
-    from dataclasses import asdict
-
     import mlflow
     import ray
 
@@ -43,8 +41,7 @@ def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
     dataset = load_stage(args, plan.source)
     mark("load")
     log_graph(dataset)
-    extra = {"model": plan.model, "runs": plan.runs, "max_failures": args.max_failures,
-             **asdict(worker_group(args))}
+    extra = run_params(args, plan)
     if plan.run_id is None:
         log_config(plan.config, extra)
     if plan.model != "plnlp":
