@@ -1,5 +1,5 @@
 """PLNLP, the method: pairwise learning for neural link prediction, with
-torch, PyG and ogb only. One experiment without Ray or MLflow::
+torch, PyG, ogb and pyarrow (no Ray, no MLflow). One experiment::
 
     from plnlp_core import DATASETS, PLNLPConfig, build_model, build_training_graph, fit
     from plnlp_core import load_ogb, resolve_data_root
