@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 import mlflow
 import ray
@@ -18,7 +19,12 @@ from components.startup import mark
 from components.tracking import mark_failed
 from components.workers import WorkerGroup
 from pipelines.interrupts import SignalGuard, stop
-from pipelines.services import check_tracking_store, connect_ray, tracking_store_lock
+from pipelines.services import (
+    check_tracking_store,
+    connect_ray,
+    local_store_path,
+    tracking_store_lock,
+)
 from plnlp_core.datasets import cache_dir
 from plnlp_core.errors import PLNLPError
 
@@ -74,7 +80,7 @@ def execute(
     try:
         with guard:
             with tracking_store_lock(mlflow.get_tracking_uri()):
-                mlflow.set_experiment(experiment)  # of two runs at once, one makes the tables
+                use_experiment(experiment)  # of two runs at once, one makes the tables
             # a classic training experiment: the UI opens on its runs table, not on GenAI traces
             mlflow.set_experiment_tag(EXPERIMENT_KIND_TAG, "custom_model_development")
             work = Path(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
@@ -94,6 +100,20 @@ def execute(
         if work_dir is None and work is not None:
             shutil.rmtree(work, ignore_errors=True)
     return run.info.run_id, result
+
+
+def use_experiment(name: str) -> None:
+    """Makes ``name`` MLflow's active experiment. A new one in a SQLite
+    store gets its artifacts in ``mlartifacts/`` beside the file: MLflow's own
+    default is ``./mlruns`` under the current folder, which under ``ray job
+    submit`` is Ray's job folder, deleted later. A server keeps its default."""
+    uri = mlflow.get_tracking_uri()
+    if mlflow.get_experiment_by_name(name) is None:
+        store = local_store_path(uri) if urlsplit(uri).scheme == "sqlite" else None
+        location = None if store is None else (
+            store.resolve().parent / "mlartifacts").as_uri()
+        mlflow.create_experiment(name, artifact_location=location)
+    mlflow.set_experiment(name)
 
 
 def scratch_dir() -> Path:

@@ -39,11 +39,11 @@ def check_tracking_store(uri: str) -> None:
     scheme = urlsplit(uri).scheme
     if scheme in ("http", "https"):
         _check_tracking_server(uri)
-    elif local := _local_store_path(uri):
+    elif local := local_store_path(uri):
         _check_writable(uri, local)
 
 
-def _local_store_path(uri: str) -> Path | None:
+def local_store_path(uri: str) -> Path | None:
     """The file (``sqlite``) or folder (``file``, a plain path) of a local store."""
     scheme = urlsplit(uri).scheme
     if scheme == "sqlite":
@@ -154,7 +154,7 @@ def tracking_store_lock(uri: str) -> Iterator[None]:
     that of two runs starting at once only one creates the tables and the
     experiment (MLflow's migrations fail when two processes run them). No-op
     for other stores."""
-    store = _local_store_path(uri) if urlsplit(uri).scheme == "sqlite" else None
+    store = local_store_path(uri) if urlsplit(uri).scheme == "sqlite" else None
     if store is None:
         yield
         return

@@ -1033,22 +1033,26 @@ def train_loss_epoch(database: Path) -> int:
     return step or 0
 
 
+def wait_for_a_logged_epoch(process, database: Path, log: Path, within_s: float = 150) -> None:
+    """Waits until MLflow holds the run's first epoch, the process still running."""
+    deadline = time.monotonic() + within_s
+    while train_loss_epoch(database) < 1:
+        assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.5)
+
+
 @pytest.mark.slow
 def test_ctrl_c_during_training_kills_the_run_and_a_rerun_finishes(ddi_root, tmp_path):
     """Ctrl-C reaches the whole foreground process group, as a terminal sends it."""
     database = tmp_path / "mlflow.db"
     env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=f"sqlite:///{database}")
-    # Epochs are logged as they are checkpointed; a quarter of an epoch and a
-    # checkpoint every 5 keep the rerun's 30 epochs within a minute.
+    # A quarter of an epoch and a checkpoint every 5 keep the rerun's 30
+    # epochs within a minute.
     argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE,
             "--data-root", str(ddi_root), "--set", "epochs=30",
             "--set", "max_batches_per_epoch=4", "--set", "checkpoint_every=5"]
     with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
-        deadline = time.monotonic() + 150
-        while train_loss_epoch(database) < 1:
-            assert process.poll() is None and time.monotonic() < deadline, \
-                (tmp_path / "first.log").read_text()[-3000:]
-            time.sleep(0.5)
+        wait_for_a_logged_epoch(process, database, tmp_path / "first.log")
         os.killpg(process.pid, signal.SIGINT)
         signalled = time.monotonic()
         code = process.wait(timeout=60)
@@ -1087,11 +1091,7 @@ def test_sigterm_to_the_driver_during_training_kills_the_run_with_the_epoch_reac
             "--data-root", str(ddi_root), "--set", "epochs=200",
             "--set", "max_batches_per_epoch=2", "--set", "checkpoint_every=50"]
     with process_group(argv, env, tmp_path, tmp_path / "run.log") as process:
-        deadline = time.monotonic() + 150
-        while train_loss_epoch(database) < 1:
-            assert process.poll() is None and time.monotonic() < deadline, \
-                (tmp_path / "run.log").read_text()[-3000:]
-            time.sleep(0.5)
+        wait_for_a_logged_epoch(process, database, tmp_path / "run.log")
         os.kill(process.pid, signal.SIGTERM)
         code = process.wait(timeout=60)
         assert group_is_gone(process.pid), "Ray outlived the terminated job"
