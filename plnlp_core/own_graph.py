@@ -60,6 +60,10 @@ class GraphReport:
             training edge (kept).
         test_cold_nodes (int): The same for the test pairs.
         extra_feature_ids (int): Feature rows whose id is no node (ignored).
+        hits_left_out (list): The Hits@K cut-offs not scored, as K is not
+            below the number of negatives valid or test ranks against (with
+            fewer, every positive is a hit).
+        negatives (int): The fewest negatives valid or test ranks against.
     """
 
     num_nodes: int
@@ -69,12 +73,20 @@ class GraphReport:
     valid_cold_nodes: int
     test_cold_nodes: int
     extra_feature_ids: int = 0
+    hits_left_out: list[int] = dataclasses.field(default_factory=list)
+    negatives: int = 0
 
     def __str__(self) -> str:
-        return (f"{self.num_nodes} nodes, {self.num_edges} edges; dropped {self.self_loops} "
+        text = (f"{self.num_nodes} nodes, {self.num_edges} edges; dropped {self.self_loops} "
                 f"self-loops and {self.duplicates} duplicate edges; {self.valid_cold_nodes} "
                 f"valid and {self.test_cold_nodes} test nodes have no training edge; "
                 f"{self.extra_feature_ids} feature rows name no node")
+        if self.hits_left_out:
+            cut_offs = ", ".join(f"Hits@{k}" for k in self.hits_left_out)
+            text += (f"; {cut_offs} left out: valid or test ranks each positive against "
+                     f"{self.negatives} negatives, and with no more negatives than K every "
+                     "positive is a hit (AUC stays)")
+        return text
 
 
 @dataclass
@@ -100,7 +112,9 @@ def load_own_graph(
         directed: Whether :math:`(u, v)` and :math:`(v, u)` are different edges.
         seed: Seeds the split and the evaluation negatives.
         features: A node feature file, or ``None``.
-        hits_k: The Hits@K cut-offs the graph is scored by, besides AUC.
+        hits_k: The Hits@K cut-offs the graph is scored by, besides AUC;
+            those not below the number of negatives are left out (and said
+            in the report).
     """
     path = Path(path)
     if not hits_k or not all(isinstance(k, int) and k >= 1 for k in hits_k):
@@ -113,9 +127,13 @@ def load_own_graph(
     if features is not None:
         x, extra = _read_features(Path(features), ids)
         report = dataclasses.replace(report, extra_feature_ids=extra)
+    negatives = min(len(parts["valid_neg"]), len(parts["test_neg"]))
+    scored = tuple(k for k in hits_k if k < negatives)
+    report = dataclasses.replace(report, negatives=negatives,
+                                 hits_left_out=[k for k in hits_k if k not in scored])
     name = path.resolve().name if path.is_dir() else path.stem
     info = DatasetInfo(name, name, "auc", directed, 0 if x is None else x.size(1),
-                       edge_weights=parts["train_weight"] is not None, hits_k=tuple(hits_k))
+                       edge_weights=parts["train_weight"] is not None, hits_k=scored)
     tensors = {key: None if a is None else torch.from_numpy(a) for key, a in parts.items()}
     link_split = LinkSplit(info=info, num_nodes=len(ids), x=x, train_year=None, **tensors)
     node_ids = pa.table({"id": ids, "index": pa.array(np.arange(len(ids)))})

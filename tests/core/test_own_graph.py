@@ -284,3 +284,17 @@ def test_hits_cut_offs_are_configurable_and_checked(tmp_path):
     assert load_own_graph(path, hits_k=(1, 10)).split.info.hits_k == (1, 10)
     with pytest.raises(PLNLPError, match="positive integers"):
         load_own_graph(path, hits_k=(0,))
+
+
+def test_hits_at_k_is_left_out_where_the_negatives_cannot_tell_and_the_report_says_why(tmp_path):
+    """300 random rows split 85/5/10 (12 valid negatives once duplicates are
+    dropped): only Hits@5 and Hits@10 rank against more negatives than K."""
+    graph = load_own_graph(write(random_edges(), tmp_path / "edges.csv"), hits_k=(5, 10, 20, 50))
+    negatives = min(graph.split.valid_neg.size(0), graph.split.test_neg.size(0))
+    assert graph.report.negatives == negatives and 10 < negatives < 20
+    assert graph.split.info.hits_k == (5, 10)
+    assert graph.report.hits_left_out == [20, 50]
+    assert f"Hits@20, Hits@50 left out: valid or test ranks each positive against {negatives} " \
+           "negatives" in str(graph.report)
+    everything = load_own_graph(tmp_path / "edges.csv", hits_k=(5, 10))
+    assert everything.split.info.hits_k == (5, 10) and "left out" not in str(everything.report)
