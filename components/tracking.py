@@ -19,6 +19,7 @@ from plnlp_core.config import PLNLPConfig
 from plnlp_core.own_graph import GraphReport
 
 FAILURE_TAG = "failure_reason"
+INTERRUPTED_TAG = "interrupted_at_epoch"
 
 
 def log_config(config: PLNLPConfig, extra: dict[str, object],
@@ -78,6 +79,16 @@ def summary_metrics(finals: Sequence[dict[str, float]]) -> dict[str, float]:
         summary[f"{key}_mean"] = statistics.fmean(values)
         summary[f"{key}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
     return summary
+
+
+def clear_failure() -> None:
+    """Removes what a failure or an interrupt tagged the active run with,
+    once the run has gone on (``--resume``) to finish."""
+    run = mlflow.active_run()
+    tags = mlflow.get_run(run.info.run_id).data.tags
+    for tag in (FAILURE_TAG, INTERRUPTED_TAG):
+        if tag in tags:
+            mlflow.delete_tag(tag)
 
 
 def mark_failed(reason: str) -> None:

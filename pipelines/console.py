@@ -1,7 +1,9 @@
 """What a run prints: the product's own lines, and Ray's and MLflow's only
 when they warn or fail (everything with ``--verbose``)."""
 import logging
+import os
 import re
+import sys
 from collections.abc import Callable
 
 from components.startup import describe_startup
@@ -18,7 +20,10 @@ _OURS = re.compile(r"^(epoch \d+/\d+|restarting after epoch|building |reusing ca
 def quiet_console(verbose: bool) -> None:
     """Lowers MLflow's and Ray's driver-side loggers to warnings, and filters
     the lines Ray forwards from its workers and actors, unless ``verbose``.
-    Call it after ``ray.init``."""
+    Call it after ``ray.init``. Output that is not a terminal (a log file)
+    gets Ray's forwarded lines without colour codes, verbose or not."""
+    if not sys.stdout.isatty():
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")  # read by Ray as it prints each line
     if verbose:
         return
     for name in ("mlflow", "ray", "ray.data", "ray.train", "ray.tune", "alembic"):

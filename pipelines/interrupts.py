@@ -15,11 +15,11 @@ import mlflow
 import ray
 from mlflow.tracking import MlflowClient
 
-from components.tracking import FAILURE_TAG
+from components.tracking import FAILURE_TAG, INTERRUPTED_TAG
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 DESCRIPTIONS = {signal.SIGINT: "SIGINT (Ctrl-C)", signal.SIGTERM: "SIGTERM"}
-EPOCH_TAG = "interrupted_at_epoch"
+EPOCH_TAG = INTERRUPTED_TAG
 _install_handler = signal.signal  # the real one, while ``signal.signal`` is guarded
 
 

@@ -16,7 +16,7 @@ import ray
 import torch
 
 from components.startup import mark
-from components.tracking import mark_failed
+from components.tracking import clear_failure, mark_failed
 from components.workers import WorkerGroup
 from pipelines.interrupts import SignalGuard, stop
 from pipelines.services import (
@@ -88,6 +88,8 @@ def execute(
             mark("mlflow_run")
             result = job(work)
             guard.raise_if_received()  # a library that swallowed the interrupt
+            if run_id is not None:
+                clear_failure()  # the resumed run finished
             mlflow.end_run()
     except KeyboardInterrupt:
         stop(guard)

@@ -30,6 +30,7 @@ def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
     from components.evaluate import evaluate_heuristic
     from components.startup import mark
     from components.tracking import (
+        clear_failure,
         log_config,
         log_graph,
         log_validation_curves,
@@ -69,6 +70,8 @@ def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
                 log_config(seeded, extra)
             finals.append(train_and_evaluate(dataset, seeded, worker_group(args), checkpoints,
                                              args.max_failures))
+            if resumed is not None:
+                clear_failure()
     summary = summary_metrics(finals)
     mlflow.log_metrics(summary)
     log_validation_curves({f"seed {seed}": run_id for seed, run_id in sorted(children.items())},

@@ -139,6 +139,8 @@ ENTRIES: dict[str, Entry] = {
                                    "test_a_worker_group_the_cluster_cannot_hold_is_refused"),
     # graphs of one's own, before anything starts
     "own-file-missing": settings("the edge list file"),
+    "own-file-unreadable": settings("could not be read as csv (Empty CSV file); fix or export it "
+                                    "again."),
     "own-missing-columns": settings("has no column src, dst (its columns: from, to); name its "
                                     "columns src, dst"),
     "own-split-folder-part": settings("has 0 test files; give it exactly one, test.csv or "
@@ -388,6 +390,7 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
     "gpu-preset-on-cpu": lambda _: ["--dataset", "ddi"],
     "max-failures-negative": lambda _: ["--dataset", "ddi", "--max-failures", "-1"],
     "own-file-missing": lambda tmp: ["--dataset", str(tmp / "missing.csv")],
+    "own-file-unreadable": lambda tmp: ["--dataset", str(write(tmp / "zero-bytes.csv", ""))],
     "own-missing-columns": lambda tmp: ["--dataset", str(write(tmp / "g.csv", "from,to\n1,2\n"))],
     "own-split-folder-part": lambda tmp: ["--dataset", str(split_folder_without_test(tmp))],
     "own-split-spec": lambda tmp: ["--dataset", str(write(tmp / "g.csv", "src,dst\n1,2\n")),
@@ -1096,6 +1099,7 @@ def test_sigterm_to_the_driver_during_training_kills_the_run_with_the_epoch_reac
         code = process.wait(timeout=60)
         assert group_is_gone(process.pid), "Ray outlived the terminated job"
     output = (tmp_path / "run.log").read_text()
+    assert "\x1b[" not in output  # a log file gets no colour codes
     own_lines = [line for line in output.splitlines() if "pid=" not in line]  # not Ray's
     assert not any("Traceback" in line for line in own_lines), output[-3000:]
     err = [line for line in own_lines if line.startswith(("interrupted:", "error:"))]

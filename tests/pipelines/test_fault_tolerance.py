@@ -84,6 +84,7 @@ def test_resume_goes_on_with_a_failed_run_after_its_last_checkpoint(
     assert main([*argv, "--resume", run.info.run_id]) == 0
     client, again = the_run(mlflow_store)
     assert again.info.run_id == run.info.run_id and again.info.status == "FINISHED"
+    assert "failure_reason" in run.data.tags and "failure_reason" not in again.data.tags
     restored = client.get_metric_history(run.info.run_id, "restored_from_epoch")
     assert [m.value for m in restored] == [stopped_at]
     assert logged_epochs(mlflow_store) == list(range(1, EPOCHS + 1))
