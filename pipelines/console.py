@@ -58,6 +58,13 @@ def _filter_forwarded_lines(keep: Callable[[str], bool]) -> None:
     dispatcher.add_handler("ray_print_logs", filtered)
 
 
+def runs_table_page(experiment_id: str) -> str:
+    """The MLflow UI's page of an experiment's runs table. MLflow 3 opens an
+    experiment on its GenAI overview unless the UI's workflow is "model
+    training", which this query sets."""
+    return f"#/experiments/{experiment_id}?workflowType=machine_learning"
+
+
 def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> None:
     """The block a finished run ends with: its final metrics, the MLflow run,
     and the command that shows it."""
@@ -77,6 +84,10 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
                  for key, value in sorted(final.items()) if key.startswith(f"final_{split}_")]
         lines.append(f"  final {split:5}    " + "  ".join(shown))
     lines.append(f"  MLflow run     {run_id} in {uri}")
-    ui = f"mlflow ui --backend-store-uri {uri}" if not uri.startswith("http") else uri
-    lines.append(f"  see it with    {ui}  (runs table of experiment {run.info.experiment_id})")
+    page = runs_table_page(run.info.experiment_id)
+    if uri.startswith("http"):
+        lines.append(f"  see it at      {uri.rstrip('/')}/{page}")
+    else:
+        lines.append(f"  see it with    mlflow ui --backend-store-uri {uri}  "
+                     f"then http://127.0.0.1:5000/{page}")
     print("\n".join(lines), flush=True)

@@ -80,11 +80,13 @@ def execute(
     try:
         with guard:
             with tracking_store_lock(mlflow.get_tracking_uri()):
-                use_experiment(experiment)  # of two runs at once, one makes the tables
+                experiment_id = use_experiment(experiment)  # of two at once, one makes tables
             # a classic training experiment: the UI opens on its runs table, not on GenAI traces
             mlflow.set_experiment_tag(EXPERIMENT_KIND_TAG, "custom_model_development")
             work = Path(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
-            run = mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name)
+            run = mlflow.start_run(run_id=run_id,
+                                   run_name=None if run_id
+                                   else distinct_run_name(experiment_id, run_name))
             mark("mlflow_run")
             result = job(work)
             guard.raise_if_received()  # a library that swallowed the interrupt
@@ -104,18 +106,31 @@ def execute(
     return run.info.run_id, result
 
 
-def use_experiment(name: str) -> None:
+def use_experiment(name: str) -> str:
     """Makes ``name`` MLflow's active experiment. A new one in a SQLite
     store gets its artifacts in ``mlartifacts/`` beside the file: MLflow's own
     default is ``./mlruns`` under the current folder, which under ``ray job
-    submit`` is Ray's job folder, deleted later. A server keeps its default."""
+    submit`` is Ray's job folder, deleted later. A server keeps its default.
+    Returns the experiment's id."""
     uri = mlflow.get_tracking_uri()
     if mlflow.get_experiment_by_name(name) is None:
         store = local_store_path(uri) if urlsplit(uri).scheme == "sqlite" else None
         location = None if store is None else (
             store.resolve().parent / "mlartifacts").as_uri()
         mlflow.create_experiment(name, artifact_location=location)
-    mlflow.set_experiment(name)
+    return mlflow.set_experiment(name).experiment_id
+
+
+def distinct_run_name(experiment_id: str, name: str) -> str:
+    """``name``, or ``name-2``, ``name-3``, ... when the experiment has a
+    run of that name already, so that the UI tells reruns apart."""
+    quoted = name.replace("'", "\\'")
+    taken = {run.info.run_name for run in mlflow.MlflowClient().search_runs(
+        [experiment_id], filter_string=f"attributes.run_name LIKE '{quoted}%'")}
+    suffix = 1
+    while (candidate := name if suffix == 1 else f"{name}-{suffix}") in taken:
+        suffix += 1
+    return candidate
 
 
 def scratch_dir() -> Path:

@@ -32,7 +32,8 @@ def test_a_smoke_run_prints_progress_and_a_summary_and_none_of_rays_reports(
     assert "Checkpoint successfully created" not in output
     assert "epoch 2/2" in output and "ETA" in output
     for line in ("run ddi-smoke-", "best epoch", "final valid", "final test", "MLflow run",
-                 "see it with    mlflow ui --backend-store-uri sqlite:///"):
+                 "see it with    mlflow ui --backend-store-uri sqlite:///",
+                 "then http://127.0.0.1:5000/#/experiments/1?workflowType=machine_learning"):
         assert line in output, line
 
 
@@ -47,3 +48,6 @@ def test_runs_with_other_overrides_have_other_names_in_a_training_experiment(
     names = sorted(r.info.run_name for r in client.search_runs([experiment.experiment_id]))
     assert len(set(names)) == 2
     assert names[0].endswith("lr=0.01-seed0") and names[1].endswith("lr=0.05-seed3")
+    assert main([*base, "--set", "lr=0.01"]) == 0  # the same run again
+    again = {r.info.run_name for r in client.search_runs([experiment.experiment_id])} - set(names)
+    assert again == {f"{names[0]}-2"}
