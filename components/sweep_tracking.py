@@ -37,6 +37,14 @@ class TrialOutcome:
     reason: str | None = None
 
 
+def trial_run_name(settings: dict) -> str:
+    """A trial's run name: its sampled settings, e.g. ``loss=auc-num_neg=3``,
+    so that the runs table tells trials apart at a glance."""
+    parts = [f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}"
+             for key, value in sorted(settings.items())]
+    return "-".join(parts)[:250] or "trial"
+
+
 class TrialOutcomes(tune.Callback):
     """Collects each trial's :class:`TrialOutcome` on the sweep's driver.
 
@@ -99,7 +107,7 @@ def _open_failed_trial_run(parent_run_id: str, outcome: TrialOutcome,
                            log_settings: Callable[[dict], None]) -> object:
     experiment_id = MlflowClient().get_run(parent_run_id).info.experiment_id
     with mlflow.start_run(experiment_id=experiment_id, parent_run_id=parent_run_id,
-                          run_name=outcome.trial_name, nested=True,
+                          run_name=trial_run_name(outcome.settings), nested=True,
                           tags={TRIAL_TAG: outcome.trial_id}) as run:
         log_settings(outcome.settings)
     return mlflow.get_run(run.info.run_id)

@@ -12,7 +12,7 @@ from ray.util.queue import Empty, Queue
 
 from components.artifacts import DatasetArtifact
 from components.sweep_report import CONTROLLER, EPOCH, SweepReporter
-from components.sweep_tracking import TRIAL_TAG
+from components.sweep_tracking import TRIAL_TAG, trial_run_name
 from components.tracking import log_config
 from components.train_and_evaluate import train_and_evaluate
 from plnlp_core.config import PLNLPConfig
@@ -37,6 +37,7 @@ class SweepTrial(tune.Trainable):
     def setup(self, config: dict, base: dict, dataset: DatasetArtifact,
               options: dict) -> None:
         self.settings = PLNLPConfig.from_mapping({**base, **config})
+        self.sampled = config
         self.options = options
         self.reports = Queue(actor_options={"num_cpus": 0})
         self.controller = None
@@ -52,7 +53,8 @@ class SweepTrial(tune.Trainable):
             mlflow.set_tracking_uri(options["tracking_uri"])
             with mlflow.start_run(experiment_id=options["experiment_id"],
                                   parent_run_id=options["parent_run_id"],
-                                  run_name=self.trial_name, tags={TRIAL_TAG: self.trial_id}):
+                                  run_name=trial_run_name(self.sampled),
+                                  tags={TRIAL_TAG: self.trial_id}):
                 log_config(config, asdict(options["workers"]))
                 self.final = train_and_evaluate(
                     dataset, config, options["workers"], Path(options["checkpoints"]),

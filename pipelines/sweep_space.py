@@ -112,8 +112,8 @@ class SearchSpace:
         if not (isinstance(spec, dict) and list(spec) == ["asha"]):
             self._refuse("scheduler", f"is {spec!r}; allowed: absent, or "
                                       f"`asha: {{{', '.join(ASHA_KEYS)}}}`")
-        settings = {"grace_period": 1, "reduction_factor": 2, "max_t": self.base.epochs,
-                    **(spec["asha"] or {})}
+        given = spec["asha"] or {}
+        settings = {"grace_period": 1, "reduction_factor": 2, "max_t": self.base.epochs, **given}
         for key in sorted(set(settings) - set(ASHA_KEYS)):
             self._refuse(f"scheduler.asha.{key}", f"is not an ASHA setting; allowed: "
                                                   f"{', '.join(ASHA_KEYS)}")
@@ -122,7 +122,12 @@ class SearchSpace:
         if settings["reduction_factor"] < 2:
             self._refuse("scheduler.asha.reduction_factor", "must be at least 2")
         if settings["max_t"] < settings["grace_period"]:
-            self._refuse("scheduler.asha.max_t", "must be at least its grace_period")
+            if "max_t" in given:
+                self._refuse("scheduler.asha.max_t", "must be at least its grace_period")
+            print(f"note: search space {self.path}: scheduler.asha.grace_period "
+                  f"{settings['grace_period']} is lowered to {settings['max_t']}, the epochs a "
+                  "trial runs (max_t defaults to the preset's epochs)", flush=True)
+            settings["grace_period"] = settings["max_t"]
         return settings
 
     def _resources(self, given: dict) -> Resources:

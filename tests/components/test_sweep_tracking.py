@@ -52,3 +52,11 @@ def test_each_trial_run_ends_as_its_trial_did_and_the_parent_names_the_best(mlfl
     assert list(table["status"]) == ["completed", "stopped_early", "failed"]
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"trials.csv", "valid_by_setting.png", "valid_by_epoch.png"} <= artifacts
+
+
+def test_a_trial_run_is_named_by_its_sampled_settings():
+    from components.sweep_tracking import trial_run_name
+
+    assert trial_run_name({"num_neg": 3, "loss": "auc", "lr": 0.0123456}) \
+        == "loss=auc-lr=0.01235-num_neg=3"
+    assert trial_run_name({}) == "trial"

@@ -105,6 +105,8 @@ def test_asha_stops_weak_trials_and_mlflow_records_the_sweep(
     assert sorted((float(c.data.params["lr"]), int(c.data.params["num_neg"])) for c in children) \
         == [(0.00001, 1), (0.00001, 3), (0.05, 1), (0.05, 3)]
     assert all(set(c.data.params) == set(children[0].data.params) for c in children)
+    assert {c.info.run_name for c in children} == {
+        f"lr={lr:.4g}-num_neg={num_neg}" for lr in (0.00001, 0.05) for num_neg in (1, 3)}
     best_by_child = {}
     for child in children:
         assert child.info.status == "FINISHED", child.data.tags.get("failure_reason")
