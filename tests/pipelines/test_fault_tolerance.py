@@ -39,14 +39,26 @@ def logged_epochs(uri: str) -> list[int]:
     return sorted(m.step for m in client.get_metric_history(run.info.run_id, "train_loss"))
 
 
+def own_train_workers() -> list[psutil.Process]:
+    """The Ray Train workers of this suite's Ray: processes its raylet
+    started, never another Ray's on the same machine."""
+    import ray
+    from ray._private import ray_constants
+
+    node = ray._private.worker._global_node
+    raylet = psutil.Process(node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid)
+    return [p for p in raylet.children(recursive=True)
+            if "ray::RayTrainWorker" in " ".join(p.cmdline())]
+
+
 def kill_a_train_worker_after_epoch(uri: str, epoch: int, timeout: float = 300) -> None:
-    """Waits until MLflow holds ``epoch``, then SIGKILLs one Ray Train worker."""
+    """Waits until MLflow holds ``epoch``, then SIGKILLs one of this suite's
+    Ray Train workers."""
     deadline = time.monotonic() + timeout
     while max(logged_epochs(uri), default=0) < epoch:
         assert time.monotonic() < deadline, "the run never reached the epoch"
         time.sleep(0.2)
-    workers = [p for p in psutil.process_iter(["cmdline"])
-               if "ray::RayTrainWorker" in " ".join(p.info["cmdline"] or [])]
+    workers = own_train_workers()
     assert workers, "no Ray Train worker to kill"
     os.kill(workers[-1].pid, signal.SIGKILL)
 
