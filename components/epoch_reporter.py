@@ -156,10 +156,15 @@ class EpochReporter:
         shown = [f"{key} {metrics[key]:.4f}" for key in keys if key in metrics]
         per_epoch = (time.perf_counter() - self.started) / (epoch - self.first_epoch + 1)
         line = "  ".join([f"epoch {epoch}/{self.epochs}", f"loss {metrics['train_loss']:.5f}",
-                          *shown, f"{metrics['epoch_seconds']:.1f} s",
+                          *shown, _seconds(metrics["epoch_seconds"]),
                           f"ETA {_duration(per_epoch * (self.epochs - epoch))}"])
         # Ray Train tees a plain print to stdout and its logger; write once.
         print(line, file=sys.__stdout__, flush=True)
+
+
+def _seconds(seconds: float) -> str:
+    """``2.4 s``, or ``35 ms`` below a second (a small graph's epochs)."""
+    return f"{seconds:.1f} s" if seconds >= 1 else f"{seconds * 1000:.0f} ms"
 
 
 def _duration(seconds: float) -> str:
