@@ -18,6 +18,7 @@ import os
 import re
 import sys
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 from unittest import mock
@@ -246,11 +247,31 @@ def run_local(arguments: dict[str, object], pipeline_root: Path) -> dict[str, fl
                 ray.shutdown()
 
 
+def cluster_problems(environ: Mapping[str, str]) -> list[str]:
+    """What a pipeline compiled with ``environ`` would get wrong on a
+    cluster, one sentence each: the default image, no tracking server, or a
+    tracking store local to each pod (lost with it)."""
+    problems = []
+    if "PLNLP_IMAGE" not in environ:
+        problems.append(f"PLNLP_IMAGE is unset, so every step runs the image {BASE_IMAGE}; "
+                        "set it to the image your cluster pulls (see deploy/Dockerfile).")
+    uri = environ.get("MLFLOW_TRACKING_URI", "")
+    if not uri:
+        problems.append("MLFLOW_TRACKING_URI is unset, so each pod records to a SQLite file of "
+                        "its own that is lost with it; set it to your tracking server.")
+    elif not uri.startswith(("http://", "https://", "databricks")):
+        problems.append(f"MLFLOW_TRACKING_URI={uri} is a store on this machine, which no pod "
+                        "sees; set it to your tracking server.")
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_cli(argv)
     if args.compile is not None:
         compiler.Compiler().compile(plnlp, str(args.compile))
         print(f"pipeline written to {args.compile} (image {BASE_IMAGE})")
+        for problem in cluster_problems(os.environ):
+            print(f"warning: {problem}", file=sys.stderr)
         return 0
     try:
         arguments = pipeline_arguments(args)

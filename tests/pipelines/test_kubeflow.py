@@ -9,7 +9,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from pipelines import run, tune
-from pipelines.kubeflow import main
+from pipelines.kubeflow import cluster_problems, main
 from pipelines.plan import plan_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +33,21 @@ def test_pipeline_compiles_to_yaml_naming_the_four_stages_and_the_sweep(tmp_path
         "outputArtifactKey": "model", "producerTask": "train"}
     executors = spec["deploymentSpec"]["executors"]
     assert {f"exec-{name}" for name in (*STAGES, "sweep")} <= set(executors)
+
+
+def test_compiling_for_a_cluster_warns_of_a_default_image_and_a_tracking_store_no_pod_sees(
+        tmp_path, monkeypatch, capsys):
+    for name in ("PLNLP_IMAGE", "MLFLOW_TRACKING_URI"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["--compile", str(tmp_path / "plnlp.yaml")]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 2 and "PLNLP_IMAGE is unset" in warned[0]
+    assert "MLFLOW_TRACKING_URI is unset" in warned[1]
+    assert cluster_problems({"MLFLOW_TRACKING_URI": "sqlite:////tmp/m.db", "PLNLP_IMAGE": "x"}) \
+        == ["MLFLOW_TRACKING_URI=sqlite:////tmp/m.db is a store on this machine, which no pod "
+            "sees; set it to your tracking server."]
+    assert cluster_problems({"MLFLOW_TRACKING_URI": "http://mlflow:5000", "PLNLP_IMAGE": "x"}) \
+        == []
 
 
 def test_unknown_preset_is_refused_in_one_sentence_before_any_step(capsys):
