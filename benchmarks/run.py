@@ -35,7 +35,6 @@ import gc
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -446,12 +445,14 @@ def bench_pipeline(args: argparse.Namespace, split: LinkSplit) -> dict | None:
 
 def median_fit_epoch(config: PLNLPConfig, split: LinkSplit) -> float:
     """The median wall time between the ends of ``fit``'s epochs, evaluation included."""
+    from components.tracking import median_interval  # MLflow's module: the pipeline part only
+
     torch.manual_seed(config.seed)
     model = build_model(config, split.info, split.num_nodes)
     ends: list[float] = []
     fit(model, config, split, build_training_graph(split, config),
         on_epoch=lambda result: ends.append(time.perf_counter()))
-    return statistics.median(b - a for a, b in zip(ends, ends[1:], strict=False))
+    return median_interval(ends)
 
 
 def startup_phases_of_a_command(args: argparse.Namespace, folder: Path,

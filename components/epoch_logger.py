@@ -44,8 +44,7 @@ class EpochLogger(ray.train.UserCallback):
         report = metrics[0]  # rank 0's: the only one that carries epochs
         now = int(time.time() * 1000)
         rows = [row for row in report.get(EPOCHS, []) if row["epoch"] > self.logged_through]
-        logged = [Metric(key, float(value), int(row.get(WALL_TIME, now / 1000) * 1000),
-                         int(row["epoch"]))
+        logged = [Metric(key, float(value), int(row[WALL_TIME] * 1000), int(row["epoch"]))
                   for row in rows for key, value in row.items() if key not in ("epoch", WALL_TIME)]
         if RESTORED_FROM in report:
             epoch = int(report[RESTORED_FROM])

@@ -12,7 +12,7 @@ import ray
 from components.artifacts import DatasetArtifact, DatasetMeta
 from components.parquet_io import write_split
 from components.scheduling import ANYWHERE
-from components.stage_cache import CacheEntry, cached, lookup
+from components.stage_cache import CacheEntry, cached, reuse
 from plnlp_core.datasets import DATASETS, DatasetInfo
 from plnlp_core.ogb_reader import load_ogb, split_type
 from plnlp_core.own_graph import load_own_graph
@@ -51,20 +51,18 @@ def loaded_dataset(dataset: str, data_root: str, cache_root: str) -> DatasetArti
     root = Path(data_root).resolve()
     if not (root / info.dir_name).is_dir():
         return None
-    return _reused(lookup(Path(cache_root), "load", load_inputs(info, root)))
+    return _artifact(reuse(Path(cache_root), "load", load_inputs(info, root)))
 
 
 def loaded_own_dataset(path: str, options: "OwnGraphOptions",
                        cache_root: str) -> DatasetArtifact | None:
     """As :func:`loaded_dataset`, for :func:`load_own_dataset`'s entry."""
-    return _reused(lookup(Path(cache_root), "load", own_load_inputs(path, options)))
+    return _artifact(reuse(Path(cache_root), "load", own_load_inputs(path, options)))
 
 
-def _reused(entry: CacheEntry | None) -> DatasetArtifact | None:
-    if entry is None:
-        return None
-    print(f"reusing cached load output {entry.path}", flush=True)
-    return DatasetArtifact(str(entry.path), DatasetMeta.read(entry.path))
+def _artifact(entry: CacheEntry | None) -> DatasetArtifact | None:
+    return None if entry is None else DatasetArtifact(str(entry.path),
+                                                      DatasetMeta.read(entry.path))
 
 
 def load_inputs(info: DatasetInfo, data_root: Path) -> dict:

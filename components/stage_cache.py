@@ -63,11 +63,15 @@ def cached(root: Path, stage: str, inputs: Mapping,
     """The entry of ``stage`` on ``inputs`` under ``root``: reused when it
     verifies, else built by ``write(folder)`` (see :func:`build`). Says
     which on stdout, one line."""
+    return reuse(root, stage, inputs) or build(root, stage, inputs, write)
+
+
+def reuse(root: Path, stage: str, inputs: Mapping) -> CacheEntry | None:
+    """:func:`lookup`, saying on stdout when the entry is reused."""
     entry = lookup(root, stage, inputs)
     if entry is not None:
         print(f"reusing cached {stage} output {entry.path}", flush=True)
-        return entry
-    return build(root, stage, inputs, write)
+    return entry
 
 
 def lookup(root: Path, stage: str, inputs: Mapping) -> CacheEntry | None:

@@ -101,6 +101,11 @@ def mark_failed(reason: str) -> None:
 
 def median_epoch_interval(client: MlflowClient, run_id: str) -> float:
     """The median wall time between consecutive epochs of a run, from the
-    timestamps of its ``train_loss`` (each epoch's end)."""
+    timestamps of its ``train_loss`` (each epoch's end, in milliseconds)."""
     ends = sorted(m.timestamp for m in client.get_metric_history(run_id, "train_loss"))
-    return statistics.median(b - a for a, b in zip(ends, ends[1:], strict=False)) / 1000
+    return median_interval(ends) / 1000
+
+
+def median_interval(ends: Sequence[float]) -> float:
+    """The median time between consecutive ``ends`` (in their unit)."""
+    return statistics.median(b - a for a, b in zip(ends, ends[1:], strict=False))

@@ -1044,16 +1044,25 @@ def wait_for_a_logged_epoch(process, database: Path, log: Path, within_s: float 
         time.sleep(0.5)
 
 
+def smoke_command(ddi_root: Path, tmp_path: Path, *settings: str
+                  ) -> tuple[list[str], dict[str, str], Path]:
+    """``pipelines/run.py`` on ddi ``smoke`` with ``--set`` each of
+    ``settings``, as a user runs it (its own local Ray), its environment,
+    and its SQLite store."""
+    database = tmp_path / "mlflow.db"
+    env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=f"sqlite:///{database}")
+    argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE,
+            "--data-root", str(ddi_root)]
+    return [*argv, *(part for setting in settings for part in ("--set", setting))], env, database
+
+
 @pytest.mark.slow
 def test_ctrl_c_during_training_kills_the_run_and_a_rerun_finishes(ddi_root, tmp_path):
     """Ctrl-C reaches the whole foreground process group, as a terminal sends it."""
-    database = tmp_path / "mlflow.db"
-    env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=f"sqlite:///{database}")
     # A quarter of an epoch and a checkpoint every 5 keep the rerun's 30
     # epochs within a minute.
-    argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE,
-            "--data-root", str(ddi_root), "--set", "epochs=30",
-            "--set", "max_batches_per_epoch=4", "--set", "checkpoint_every=5"]
+    argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=30",
+                                        "max_batches_per_epoch=4", "checkpoint_every=5")
     with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "first.log")
         os.killpg(process.pid, signal.SIGINT)
@@ -1088,11 +1097,8 @@ def test_sigterm_to_the_driver_during_training_kills_the_run_with_the_epoch_reac
         ddi_root, tmp_path):
     """A job manager's ``kill PID``: SIGTERM to the driver alone, while its
     Train worker trains."""
-    database = tmp_path / "mlflow.db"
-    env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=f"sqlite:///{database}")
-    argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE,
-            "--data-root", str(ddi_root), "--set", "epochs=200",
-            "--set", "max_batches_per_epoch=2", "--set", "checkpoint_every=50"]
+    argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=200",
+                                        "max_batches_per_epoch=2", "checkpoint_every=50")
     with process_group(argv, env, tmp_path, tmp_path / "run.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "run.log")
         os.kill(process.pid, signal.SIGTERM)
