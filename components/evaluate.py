@@ -4,6 +4,7 @@ from pathlib import Path
 
 import ray
 import torch
+from torch import Tensor
 
 from components.artifacts import DatasetArtifact, TrainArtifact
 from components.checkpoints import CHECKPOINT_FILE
@@ -11,8 +12,10 @@ from components.parquet_io import read_split
 from components.scheduling import ANYWHERE
 from plnlp_core.assembly import build_input_adjacency, build_model, input_edges
 from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import LinkSplit
 from plnlp_core.evaluation import evaluate
 from plnlp_core.heuristics import heuristic_metrics
+from plnlp_core.nn import PLNLPModel
 from plnlp_core.training import set_matmul_precision
 
 
@@ -24,6 +27,18 @@ def evaluate_checkpoint(
     ``final_<split>_<metric>`` (e.g. ``final_test_hits_20``), computed on
     the GPU when the task was granted one (ask with
     :meth:`components.workers.WorkerGroup.task_resources`)."""
+    split, model, adj = load_trained(dataset, trained, config)
+    splits = {"valid": (split.valid_pos, split.valid_neg), "test": (split.test_pos, split.test_neg)}
+    x = None if split.x is None else split.x.to(adj.device)
+    metrics = evaluate(model, split.info, x, adj, splits, config.eval_batch_size)
+    return {f"final_{key}": value for key, value in metrics.items()}
+
+
+def load_trained(
+    dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig,
+) -> tuple[LinkSplit, PLNLPModel, Tensor]:
+    """The split, the best checkpoint's model and its input graph, on the
+    task's GPU if it has one, with ``config``'s matmul precision set."""
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     split = read_split(Path(dataset.directory))
     adj, _ = build_input_adjacency(split, config)
@@ -31,12 +46,8 @@ def evaluate_checkpoint(
     state = torch.load(Path(trained.checkpoint_dir) / CHECKPOINT_FILE, weights_only=True,
                        map_location=device)
     model.load_state_dict(state)
-    model.to(device)
     set_matmul_precision(config.precision)
-    splits = {"valid": (split.valid_pos, split.valid_neg), "test": (split.test_pos, split.test_neg)}
-    x = None if split.x is None else split.x.to(device)
-    metrics = evaluate(model, split.info, x, adj.to(device), splits, config.eval_batch_size)
-    return {f"final_{key}": value for key, value in metrics.items()}
+    return split, model.to(device), adj.to(device)
 
 
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)

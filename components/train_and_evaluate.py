@@ -14,6 +14,7 @@ from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
 from components.augment import augment
 from components.checkpoints import CHECKPOINTS_TAG
 from components.evaluate import evaluate_checkpoint
+from components.model_export import export_scorer, log_link_model
 from components.startup import DRIVER_MARKS, startup_phases
 from components.tracking import log_training
 from components.train import train
@@ -28,18 +29,25 @@ def train_and_evaluate(
 ) -> dict[str, float]:
     """One seed of one config in the active MLflow run: its random walks
     (when it uses them), :func:`train_in_run`, then the best checkpoint's
-    ``final_*`` metrics, logged and returned; the evaluation holds what a
-    training worker holds (its GPU, or its CPUs as threads). The training
-    checkpoints are removed once MLflow holds the best model."""
+    ``final_*`` metrics, logged and returned, and the best model as the
+    run's MLflow ``model`` (see :mod:`components.model_export`); evaluation
+    and export hold what a training worker holds (its GPU, or its CPUs as
+    threads). The training checkpoints are removed once MLflow holds the
+    best model."""
     config.validate_graph(dataset.meta.num_nodes)
     cache_root = str(Path(dataset.directory).parent)  # walks are cached beside their splits
     walks = augment(dataset, config, cache_root) if config.uses_random_walk else None
     with run_checkpoints(checkpoints) as storage:
         trained = train_in_run(dataset, walks, config, workers, storage, max_failures,
                                callbacks, decision_epochs)
-        final = ray.get(evaluate_checkpoint.options(**workers.task_resources())
-                        .remote(dataset, trained, config))
+        resources = workers.task_resources()
+        scorer = storage / "scorer"
+        final, id_kind = ray.get([
+            evaluate_checkpoint.options(**resources).remote(dataset, trained, config),
+            export_scorer.options(**resources).remote(dataset, trained, config, str(scorer)),
+        ])
         mlflow.log_metrics(final)
+        log_link_model(scorer, id_kind)
     return final
 
 

@@ -44,11 +44,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--resume", metavar="RUN_ID",
                         help="go on with a stopped or failed run (its MLflow run id) from its "
                              "latest checkpoint, with its settings (--set may change epochs)")
+    add_register_arg(parser)
     parser.add_argument("--yes", action="store_true",
                         help="run a preset made for a GPU without one, without asking")
     parser.add_argument("--verbose", action="store_true",
                         help="show Ray's and MLflow's own progress lines too")
     return parser.parse_args(argv)
+
+
+def add_register_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--register", metavar="NAME",
+                        help="register the trained model in MLflow's model registry as a new "
+                             "version of NAME (the best seed's, or the sweep's best trial's); "
+                             "it becomes NAME@champion when its validation metric is the best")
 
 
 def add_graph_args(parser: argparse.ArgumentParser) -> None:

@@ -4,6 +4,7 @@ import logging
 import os
 import re
 import sys
+import warnings
 from collections.abc import Callable
 
 from components.startup import describe_startup
@@ -26,9 +27,17 @@ def quiet_console(verbose: bool) -> None:
         os.environ.setdefault("RAY_COLOR_PREFIX", "0")  # read by Ray as it prints each line
     if verbose:
         return
+    quiet_model_loading()
     for name in ("mlflow", "ray", "ray.data", "ray.train", "ray.tune", "alembic"):
         logging.getLogger(name).setLevel(logging.WARNING)
     _filter_forwarded_lines(keep_line)
+
+
+def quiet_model_loading() -> None:
+    """Keeps MLflow's artifact progress bars and its note on input examples
+    (the models here carry a signature) off the console."""
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    warnings.filterwarnings("ignore", message=".*input example was not provided")
 
 
 def keep_line(line: str) -> bool:

@@ -25,6 +25,9 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
     the run that goes on (see :func:`pipelines.resume.resumed_run`)."""
     source = graph_source(args)
     model = _model(args.model)
+    if model != "plnlp" and args.register is not None:
+        raise PLNLPError(f"--register keeps a trained model, and {model} is a heuristic with "
+                         "none; drop --register, or train one with --model plnlp.")
     if args.resume is not None:
         from pipelines.resume import resumed_run  # looks the run up in MLflow
 

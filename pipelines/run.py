@@ -53,8 +53,10 @@ def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
         return final
     checkpoints = checkpoint_root(args.work_dir)
     if plan.runs == 1:
-        return train_and_evaluate(dataset, plan.config, worker_group(args), checkpoints,
-                                  args.max_failures)
+        final = train_and_evaluate(dataset, plan.config, worker_group(args), checkpoints,
+                                   args.max_failures)
+        register(args, plan, {mlflow.active_run().info.run_id: final})
+        return final
     finals, children = [], {}
     for i in range(plan.runs):
         seeded = plan.config.replace(seed=plan.config.seed + i)
@@ -74,11 +76,24 @@ def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
                 clear_failure()
     summary = summary_metrics(finals)
     mlflow.log_metrics(summary)
+    register(args, plan, {children[plan.config.seed + i]: final for i, final in enumerate(finals)})
     log_validation_curves({f"seed {seed}": run_id for seed, run_id in sorted(children.items())},
                           plan.source.info.main_metric_key,
                           f"{mlflow.active_run().info.run_name}: validation of each seed",
                           "seeds_valid_curve.png")
     return summary
+
+
+def register(args: argparse.Namespace, plan: RunPlan, finals: dict[str, dict[str, float]]) -> None:
+    """With ``--register NAME``, registers the model of the run (of
+    ``finals``, run id to final metrics) with the best validation metric."""
+    if args.register is None:
+        return
+    from components.model_registry import register_link_model
+
+    metric = f"final_valid_{plan.source.info.main_metric_key}"
+    best = max(finals, key=lambda run_id: finals[run_id][metric])
+    print(register_link_model(best, args.register, metric), flush=True)
 
 
 def run_name(args: argparse.Namespace, plan: RunPlan, seeds: str | None = None) -> str:

@@ -13,7 +13,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from pipelines.arguments import add_graph_args
+from pipelines.arguments import add_graph_args, add_register_arg
 from pipelines.settings import (
     GraphSource,
     graph_source,
@@ -54,6 +54,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--work-dir", help="scratch folder shared by all nodes on a cluster")
     parser.add_argument("--verbose", action="store_true",
                         help="show Ray's and MLflow's own progress lines too")
+    add_register_arg(parser)
     add_graph_args(parser)
     return parser.parse_args(argv)
 
@@ -125,6 +126,11 @@ def sweep(args: argparse.Namespace, space: SearchSpace, source: GraphSource,
         raise PLNLPError(f"no trial was evaluated; the first failed with: "
                          f"{reasons[0] if reasons else 'no reason given'}")
     print_sweep_summary(table)
+    if args.register is not None:
+        from components.model_registry import register_link_model
+
+        print(register_link_model(best["run_id"], args.register, f"final_{space.metric}"),
+              flush=True)
     return best
 
 

@@ -1,0 +1,62 @@
+"""Stage ``export``: the best checkpoint as an MLflow ``pyfunc`` model of
+the active run, ``model``, that scores pairs of the user's node ids (see
+:mod:`components.served_model`). A Ray task encodes the nodes once
+(:class:`plnlp_core.link_scorer.LinkScorer`) where training ran; the driver
+logs the files it wrote with the model's own copy of :mod:`plnlp_core`."""
+from importlib.metadata import version
+from pathlib import Path
+
+import mlflow
+import pyarrow.parquet as pq
+import ray
+from mlflow.models import ModelSignature
+from mlflow.types import ColSpec, Schema
+
+import components.served_model
+import plnlp_core
+from components.artifacts import DatasetArtifact, TrainArtifact
+from components.evaluate import load_trained
+from components.load import NODE_IDS_FILE
+from components.scheduling import ANYWHERE
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.link_scorer import LinkScorer
+from plnlp_core.node_ids import NodeIds
+
+MODEL_ARTIFACT = "model"
+REQUIREMENTS = ("torch", "torch-geometric", "ogb", "pyarrow", "pandas", "scipy")
+"""What loading the model imports besides MLflow, pinned to this machine's versions."""
+
+
+@ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
+def export_scorer(
+    dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig, directory: str,
+) -> str:
+    """Writes the best checkpoint's :class:`LinkScorer` into ``directory``
+    (storage the driver sees); returns what the node ids are, ``"long"``
+    or ``"string"``."""
+    split, model, adj = load_trained(dataset, trained, config)
+    scorer = LinkScorer.encode(model, split, adj, config, dataset_node_ids(dataset))
+    scorer.save(Path(directory))
+    return scorer.node_ids.kind
+
+
+def dataset_node_ids(dataset: DatasetArtifact) -> NodeIds:
+    """The user's node ids of a graph of one's own; positions for OGB's."""
+    path = Path(dataset.directory) / NODE_IDS_FILE
+    ids = pq.read_table(path).column("id").combine_chunks() if path.exists() else None
+    return NodeIds(dataset.meta.num_nodes, ids)
+
+
+def log_link_model(directory: Path, id_kind: str) -> None:
+    """Logs the scorer in ``directory`` as the active run's ``model``:
+    pairs ``src``, ``dst`` (of type ``id_kind``) in, ``score`` out."""
+    signature = ModelSignature(
+        inputs=Schema([ColSpec(id_kind, "src"), ColSpec(id_kind, "dst")]),
+        outputs=Schema([ColSpec("double", "score")]),
+    )
+    mlflow.pyfunc.log_model(
+        name=MODEL_ARTIFACT, python_model=components.served_model.__file__,
+        artifacts={components.served_model.SCORER_ARTIFACT: str(directory)},
+        signature=signature, code_paths=[str(Path(plnlp_core.__file__).parent)],
+        pip_requirements=[f"{name}=={version(name).split('+')[0]}" for name in REQUIREMENTS],
+    )

@@ -1,0 +1,203 @@
+r"""A trained link predictor put to use: scores of given pairs, and each
+node's highest-scored non-edges, from node vectors encoded once.
+
+Training's model encodes the graph at every step; once trained, the node
+vectors :math:`\mathbf{h} = \mathrm{ENC}(A)` over the input graph :math:`A`
+are fixed, so that scoring runs the predictor alone,
+
+.. math::
+    s_{ij} = f(\mathbf{h}_i, \mathbf{h}_j), \qquad
+    \mathrm{top}_K(i) = \operatorname*{arg\,top\text{-}K}_{j \notin
+    N_{\mathrm{known}}(i) \cup \{i\}} s_{ij},
+
+where :math:`N_{\mathrm{known}}(i)` holds every edge the dataset names
+(training, validation and test), so that recommendations are links the
+graph does not have. The edge level keeps :math:`A` too: its pair terms
+read it.
+"""
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+from torch import Tensor
+from torch_geometric.utils import to_torch_csr_tensor, to_undirected
+
+from plnlp_core.assembly import build_model
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import DatasetInfo, LinkSplit
+from plnlp_core.errors import PLNLPError
+from plnlp_core.evaluation import score_pairs
+from plnlp_core.nn import PLNLPModel
+from plnlp_core.node_ids import NodeIds
+
+TENSORS_FILE = "scorer.pt"
+META_FILE = "scorer.json"
+IDS_FILE = "node_ids.parquet"
+FORMAT = 1
+MAX_PAIRS_PER_CHUNK = 2**22
+"""Pairs scored at once when recommending (4 M scores: 16 MB)."""
+
+
+class Recommendations(NamedTuple):
+    """Rows of recommended links: each ``source``'s ``candidate`` with its
+    ``score`` and ``rank`` (1 for the best)."""
+
+    source: Tensor
+    candidate: Tensor
+    score: Tensor
+    rank: Tensor
+
+
+class LinkScorer:
+    """Scores pairs of one trained model.
+
+    Args:
+        model (PLNLPModel): The trained model; only its predictor is run.
+        h (Tensor): Node vectors over ``adj``, shape ``[N, C]``.
+        adj (Tensor): Sparse CSR input graph ``h`` was encoded on.
+        known (Tensor): Sparse CSR graph of every known edge (both ways when
+            undirected), left out of recommendations; kept on the CPU.
+        node_ids (NodeIds): The user's ids of the nodes.
+        config (PLNLPConfig): The model's settings.
+        info (DatasetInfo): The model's dataset.
+    """
+
+    def __init__(self, model: PLNLPModel, h: Tensor, adj: Tensor, known: Tensor,
+                 node_ids: NodeIds, config: PLNLPConfig, info: DatasetInfo) -> None:
+        self.model = model.eval()
+        self.h, self.adj, self.known = h, adj, known
+        self.node_ids, self.config, self.info = node_ids, config, info
+
+    @classmethod
+    @torch.no_grad()
+    def encode(cls, model: PLNLPModel, split: LinkSplit, adj: Tensor, config: PLNLPConfig,
+               node_ids: NodeIds) -> "LinkScorer":
+        """Encodes ``split``'s nodes once over ``adj`` (on ``adj``'s device)."""
+        model.eval()
+        x = None if split.x is None else split.x.to(adj.device)
+        return cls(model, model.encode(x, adj), adj, known_edges(split),
+                   node_ids, config, split.info)
+
+    @property
+    def num_nodes(self) -> int:
+        return self.h.size(0)
+
+    def pairs_of(self, src: object, dst: object) -> Tensor:
+        """The positions of the id pairs ``(src_t, dst_t)``, shape ``[M, 2]``."""
+        return torch.stack([self.node_ids.positions(src, "source node id"),
+                            self.node_ids.positions(dst, "destination node id")], dim=1)
+
+    @torch.no_grad()
+    def score(self, pairs: Tensor) -> Tensor:
+        """Scores of ``pairs`` (positions, shape ``[M, 2]``), on the CPU,
+        computed exactly as evaluation computes them."""
+        return score_pairs(self.model, self.h, pairs.to(self.h.device),
+                           self.config.eval_batch_size, self.adj)
+
+    def recommend(self, nodes: Tensor, k: int, progress: Callable[[int], None] | None = None,
+                  ) -> Iterator[Recommendations]:
+        """For each node position in ``nodes``, its ``k`` highest-scored
+        non-edges (no self-loops), best first, chunk by chunk (fewer than
+        ``k`` for a node with fewer non-edges). ``progress`` hears how many nodes each chunk
+        finished; memory stays within about :data:`MAX_PAIRS_PER_CHUNK` scores."""
+        if not 1 <= k < self.num_nodes:
+            raise PLNLPError(f"--top-k must be between 1 and {self.num_nodes - 1} (the model's "
+                             f"graph has {self.num_nodes} nodes); got {k}.")
+        for chunk in nodes.split(max(1, MAX_PAIRS_PER_CHUNK // self.num_nodes)):
+            yield self._top_k(chunk, k)
+            if progress is not None:
+                progress(chunk.numel())
+
+    @torch.no_grad()
+    def _top_k(self, sources: Tensor, k: int) -> Recommendations:
+        pairs = torch.stack([sources.repeat_interleave(self.num_nodes),
+                             torch.arange(self.num_nodes).repeat(sources.numel())], dim=1)
+        scores = self.score(pairs).view(sources.numel(), self.num_nodes).float()
+        scores[self._known_mask(sources)] = float("-inf")
+        best, candidates = scores.topk(k, dim=1)
+        found = best > float("-inf")
+        rank = torch.arange(1, k + 1).expand(sources.numel(), -1)
+        return Recommendations(sources.unsqueeze(1).expand(-1, k)[found], candidates[found],
+                               best[found], rank[found])
+
+    def _known_mask(self, sources: Tensor) -> Tensor:
+        """Bool ``[B, N]``: which candidates are known edges of, or are, each source."""
+        crow, col = self.known.crow_indices(), self.known.col_indices()
+        starts, counts = crow[sources], crow[sources + 1] - crow[sources]
+        rows = torch.repeat_interleave(torch.arange(sources.numel()), counts)
+        first_entry = (counts.cumsum(0) - counts)[rows]  # each row's first place in ``rows``
+        entries = starts[rows] + torch.arange(rows.numel()) - first_entry
+        mask = torch.zeros(sources.numel(), self.num_nodes, dtype=torch.bool)
+        mask[rows, col[entries]] = True
+        mask[torch.arange(sources.numel()), sources] = True
+        return mask
+
+    def save(self, directory: Path) -> None:
+        """Writes the scorer into ``directory`` as tensors, JSON and Parquet
+        (no pickled objects: :meth:`load` reads it with ``weights_only``)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        tensors = {"h": self.h.cpu(), "predictor": self.model.predictor.state_dict(),
+                   **_csr_parts("known", self.known)}
+        if self.config.encoder_level == "edge":
+            tensors.update(_csr_parts("adj", self.adj))
+        torch.save(tensors, directory / TENSORS_FILE)
+        meta = {"format": FORMAT, "config": self.config.to_dict(),
+                "info": {**vars(self.info), "hits_k": list(self.info.hits_k)}}
+        (directory / META_FILE).write_text(json.dumps(meta, indent=2))
+        if self.node_ids.ids is not None:
+            pq.write_table(pa.table({"id": self.node_ids.ids}), directory / IDS_FILE)
+
+    @classmethod
+    def load(cls, directory: Path, device: torch.device | str = "cpu") -> "LinkScorer":
+        """The scorer :meth:`save` wrote into ``directory``, on ``device``."""
+        meta = json.loads((directory / META_FILE).read_text())
+        if meta.get("format") != FORMAT:
+            raise PLNLPError(f"{directory} holds a scorer of format {meta.get('format')}, "
+                             f"this plnlp reads format {FORMAT}; log the model again with it.")
+        config = PLNLPConfig.from_mapping(meta["config"])
+        info = DatasetInfo(**{**meta["info"], "hits_k": tuple(meta["info"]["hits_k"])})
+        tensors = torch.load(directory / TENSORS_FILE, weights_only=True, map_location=device)
+        h = tensors["h"]
+        model = _predictor_only(config, info, h.size(0), tensors["predictor"], h.device)
+        ids = pq.read_table(directory / IDS_FILE).column("id").combine_chunks() \
+            if (directory / IDS_FILE).exists() else None
+        known = _csr(tensors, "known", h.size(0)).cpu()
+        adj = _csr(tensors, "adj", h.size(0)) if "adj_crow" in tensors else None
+        return cls(model, h, adj, known, NodeIds(h.size(0), ids), config, info)
+
+
+def known_edges(split: LinkSplit) -> Tensor:
+    """Every edge ``split`` names (training, validation and test
+    positives) as a sparse CSR graph, both ways unless it is directed."""
+    edge_index = torch.cat([split.train_pos, split.valid_pos, split.test_pos]).t()
+    if not split.info.directed:
+        edge_index = to_undirected(edge_index, num_nodes=split.num_nodes)
+    return to_torch_csr_tensor(edge_index, size=(split.num_nodes, split.num_nodes))
+
+
+def _predictor_only(config: PLNLPConfig, info: DatasetInfo, num_nodes: int,
+                    state: dict[str, Tensor], device: torch.device) -> PLNLPModel:
+    """``config``'s model with the trained predictor ``state``; its node
+    input and encoder stay on the meta device (no memory): scoring never
+    runs them."""
+    with torch.device("meta"):
+        model = build_model(config, info, num_nodes)
+    model.predictor.to_empty(device=device)
+    model.predictor.load_state_dict(state)
+    return model.eval()
+
+
+def _csr_parts(name: str, adj: Tensor) -> dict[str, Tensor]:
+    return {f"{name}_crow": adj.crow_indices().cpu(),
+            f"{name}_col": adj.col_indices().cpu().int()}
+
+
+def _csr(tensors: dict[str, Tensor], name: str, num_nodes: int) -> Tensor:
+    col = tensors[f"{name}_col"].long()
+    return torch.sparse_csr_tensor(tensors[f"{name}_crow"], col,
+                                   torch.ones(col.numel(), device=col.device),
+                                   (num_nodes, num_nodes))

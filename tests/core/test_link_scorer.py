@@ -1,0 +1,85 @@
+"""The trained model put to use: pair scores as evaluation computes them,
+top-K non-edges against brute force, ids in and out, and a saved scorer
+that scores as the model it came from."""
+import pyarrow as pa
+import pytest
+import torch
+
+from plnlp_core.assembly import build_input_adjacency, build_model
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.errors import PLNLPError
+from plnlp_core.link_scorer import LinkScorer, known_edges
+from plnlp_core.node_ids import NodeIds
+
+SMALL = {"embedding_dim": 8, "hidden_channels": 8, "predictor_hidden": 8}
+
+
+def scorer_of(split, config: PLNLPConfig, ids=None) -> tuple[LinkScorer, torch.nn.Module]:
+    torch.manual_seed(0)
+    model = build_model(config, split.info, split.num_nodes)
+    adj, _ = build_input_adjacency(split, config)
+    return LinkScorer.encode(model, split, adj, config, NodeIds(split.num_nodes, ids)), model
+
+
+@pytest.mark.parametrize("settings", [
+    {"predictor": "mlp"}, {"predictor": "dot"}, {"encoder_level": "edge", "encoder": "sage"},
+])
+def test_scores_equal_the_models_own_and_survive_save_and_load(ddi_standin_split, tmp_path,
+                                                                 settings):
+    config = PLNLPConfig(**SMALL, **settings)
+    scorer, model = scorer_of(ddi_standin_split, config)
+    pairs = ddi_standin_split.test_neg[:50]
+    model.eval()
+    adj, _ = build_input_adjacency(ddi_standin_split, config)
+    expected = model(ddi_standin_split.x, adj, pairs)
+    assert torch.allclose(scorer.score(pairs), expected, atol=1e-6)
+    scorer.save(tmp_path / "scorer")
+    loaded = LinkScorer.load(tmp_path / "scorer")
+    assert torch.allclose(loaded.score(pairs), expected, atol=1e-6)
+    assert all(p.device.type == "meta" for p in loaded.model.encoder.parameters())
+
+
+def test_top_k_is_the_brute_force_best_of_each_nodes_non_edges(ddi_standin_split):
+    config = PLNLPConfig(**SMALL, predictor="mlp")
+    scorer, _ = scorer_of(ddi_standin_split, config)
+    n = ddi_standin_split.num_nodes
+    known = known_edges(ddi_standin_split).to_dense().bool()
+    nodes = torch.tensor([0, 5, 17])
+    sources, candidates, scores, ranks = (torch.cat(parts) for parts in
+                                          zip(*scorer.recommend(nodes, 4), strict=True))
+    for node in nodes.tolist():
+        everyone = torch.stack([torch.full((n,), node), torch.arange(n)], dim=1)
+        all_scores = scorer.score(everyone)
+        allowed = ~known[node]
+        allowed[node] = False
+        expected = all_scores.masked_fill(~allowed, float("-inf")).topk(4).indices
+        assert candidates[sources == node].tolist() == expected.tolist()
+        assert torch.allclose(scores[sources == node], all_scores[expected])
+        assert not known[node, candidates[sources == node]].any()
+        assert ranks[sources == node].tolist() == [1, 2, 3, 4]
+
+
+def test_top_k_counts_are_checked_and_known_edges_include_held_out_ones(ddi_standin_split):
+    scorer, _ = scorer_of(ddi_standin_split, PLNLPConfig(**SMALL))
+    n = ddi_standin_split.num_nodes
+    for k in (0, n):
+        with pytest.raises(PLNLPError, match=f"between 1 and {n - 1}"):
+            next(scorer.recommend(torch.arange(n), k))
+    u, v = ddi_standin_split.test_pos[0].tolist()
+    assert known_edges(ddi_standin_split).to_dense()[v, u] == 1
+
+
+def test_user_ids_map_in_and_unknown_ones_are_refused_by_name(ddi_standin_split):
+    n = ddi_standin_split.num_nodes
+    ids = pa.array([f"drug{i:03d}" for i in range(n)])
+    scorer, _ = scorer_of(ddi_standin_split, PLNLPConfig(**SMALL), ids)
+    pairs = scorer.pairs_of(["drug003", "drug010"], ["drug004", "drug000"])
+    assert pairs.tolist() == [[3, 4], [10, 0]]
+    assert scorer.node_ids.of(torch.tensor([2])).to_pylist() == ["drug002"]
+    with pytest.raises(PLNLPError, match=rf"'aspirin' is not a node .* {n} nodes"):
+        scorer.pairs_of(["drug001"], ["aspirin"])
+    numbered = NodeIds(n)
+    with pytest.raises(PLNLPError, match=f"{n} is not a node .* 0 to {n - 1}"):
+        numbered.positions([1, n])
+    with pytest.raises(PLNLPError, match="must be integers"):
+        numbered.positions(["x"])
