@@ -3,6 +3,7 @@ the active run, ``model``, that scores pairs of the user's node ids (see
 :mod:`components.served_model`). A Ray task encodes the nodes once
 (:class:`plnlp_core.link_scorer.LinkScorer`) where training ran; the driver
 logs the files it wrote with the model's own copy of :mod:`plnlp_core`."""
+import warnings
 from importlib.metadata import version
 from pathlib import Path
 
@@ -47,6 +48,16 @@ def dataset_node_ids(dataset: DatasetArtifact) -> NodeIds:
     return NodeIds(dataset.meta.num_nodes, ids)
 
 
+def logged_model_uri(run_id: str) -> str | None:
+    """``models:/<model id>`` of the model run ``run_id`` logged, if any."""
+    client = mlflow.MlflowClient()
+    run = client.get_run(run_id)
+    models = client.search_logged_models(
+        experiment_ids=[run.info.experiment_id],
+        filter_string=f"source_run_id = '{run_id}' AND name = '{MODEL_ARTIFACT}'")
+    return f"models:/{models[0].model_id}" if models else None
+
+
 def log_link_model(directory: Path, id_kind: str) -> None:
     """Logs the scorer in ``directory`` as the active run's ``model``:
     pairs ``src``, ``dst`` (of type ``id_kind``) in, ``score`` out."""
@@ -54,9 +65,11 @@ def log_link_model(directory: Path, id_kind: str) -> None:
         inputs=Schema([ColSpec(id_kind, "src"), ColSpec(id_kind, "dst")]),
         outputs=Schema([ColSpec("double", "score")]),
     )
-    mlflow.pyfunc.log_model(
-        name=MODEL_ARTIFACT, python_model=components.served_model.__file__,
-        artifacts={components.served_model.SCORER_ARTIFACT: str(directory)},
-        signature=signature, code_paths=[str(Path(plnlp_core.__file__).parent)],
-        pip_requirements=[f"{name}=={version(name).split('+')[0]}" for name in REQUIREMENTS],
-    )
+    with warnings.catch_warnings():  # on a missing input example: the signature says it all
+        warnings.filterwarnings("ignore", message=".*input example was not provided")
+        mlflow.pyfunc.log_model(
+            name=MODEL_ARTIFACT, python_model=components.served_model.__file__,
+            artifacts={components.served_model.SCORER_ARTIFACT: str(directory)},
+            signature=signature, code_paths=[str(Path(plnlp_core.__file__).parent)],
+            pip_requirements=[f"{name}=={version(name).split('+')[0]}" for name in REQUIREMENTS],
+        )

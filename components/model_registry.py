@@ -6,7 +6,7 @@ import mlflow
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from components.model_export import MODEL_ARTIFACT
+from components.model_export import logged_model_uri
 
 CHAMPION = "champion"
 
@@ -18,7 +18,7 @@ def register_link_model(run_id: str, name: str, metric: str) -> str:
     none). Returns one line saying what happened."""
     client = MlflowClient()
     value = client.get_run(run_id).data.metrics[metric]
-    version = mlflow.register_model(f"runs:/{run_id}/{MODEL_ARTIFACT}", name).version
+    version = mlflow.register_model(logged_model_uri(run_id), name).version
     client.set_model_version_tag(name, version, metric, f"{value:.6g}")
     champion = _champion(client, name)
     line = f"registered {name} version {version} ({metric} {value:.4f})"

@@ -4,7 +4,6 @@ import logging
 import os
 import re
 import sys
-import warnings
 from collections.abc import Callable
 
 from components.startup import describe_startup
@@ -34,10 +33,8 @@ def quiet_console(verbose: bool) -> None:
 
 
 def quiet_model_loading() -> None:
-    """Keeps MLflow's artifact progress bars and its note on input examples
-    (the models here carry a signature) off the console."""
+    """Keeps MLflow's artifact progress bars off the console."""
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    warnings.filterwarnings("ignore", message=".*input example was not provided")
 
 
 def keep_line(line: str) -> bool:

@@ -1,6 +1,7 @@
 """Which trained model a ``--model`` URI names, refused in one sentence when
-there is none: ``runs:/<run id>/model``, ``models:/<name>@<alias>`` or
-``models:/<name>/<version>``. Loading a model runs the code logged with it
+there is none: ``runs:/<run id>/model``, ``models:/<name>@<alias>``,
+``models:/<name>/<version>`` or ``models:/<model id>`` (MLflow 3's logged
+model). Loading a model runs the code logged with it
 (see :mod:`components.served_model`): load only models from one's own
 tracking server."""
 import re
@@ -9,13 +10,14 @@ import mlflow
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from components.model_export import MODEL_ARTIFACT
+from components.model_export import MODEL_ARTIFACT, logged_model_uri
 from plnlp_core.errors import PLNLPError
 from plnlp_core.link_scorer import LinkScorer
 
 _RUN = re.compile(r"^runs:/(?P<run>[^/]+)/(?P<path>.+)$")
 _ALIAS = re.compile(r"^models:/(?P<name>[^@/]+)@(?P<alias>.+)$")
 _VERSION = re.compile(r"^models:/(?P<name>[^@/]+)/(?P<version>\d+)$")
+_LOGGED = re.compile(r"^models:/(?P<id>m-[0-9a-f]+)$")
 
 
 def load_scorer(uri: str) -> LinkScorer:
@@ -29,7 +31,9 @@ def check_model_uri(uri: str) -> None:
     run, a heuristic's run, a run of several seeds, an unknown registered
     name, alias or version."""
     client = MlflowClient()
-    if match := _RUN.match(uri):
+    if match := _LOGGED.match(uri):
+        _check_logged(client, match["id"])
+    elif match := _RUN.match(uri):
         _check_run(client, match["run"], match["path"])
     elif match := _ALIAS.match(uri):
         _check_alias(client, match["name"], match["alias"])
@@ -37,7 +41,8 @@ def check_model_uri(uri: str) -> None:
         _check_version(client, match["name"], match["version"])
     else:
         raise PLNLPError(f"--model {uri!r} is not a model URI; give runs:/<run id>/model, "
-                         "models:/<name>@<alias> or models:/<name>/<version>.")
+                         "models:/<name>@<alias>, models:/<name>/<version> or "
+                         "models:/<model id>.")
 
 
 def _check_run(client: MlflowClient, run_id: str, path: str) -> None:
@@ -53,9 +58,7 @@ def _check_run(client: MlflowClient, run_id: str, path: str) -> None:
     if path != MODEL_ARTIFACT:
         raise PLNLPError(f"runs keep their model at runs:/{run_id}/{MODEL_ARTIFACT}, not "
                          f"{path!r}.")
-    models = client.search_logged_models(experiment_ids=[run.info.experiment_id],
-                                         filter_string=f"source_run_id = '{run_id}'")
-    if models:
+    if logged_model_uri(run_id) is not None:
         return
     seeds = client.search_runs([run.info.experiment_id],
                                filter_string=f"tags.mlflow.parentRunId = '{run_id}'")
@@ -65,6 +68,14 @@ def _check_run(client: MlflowClient, run_id: str, path: str) -> None:
                          "register the best with --register.")
     raise PLNLPError(f"run {run_id} has no model (status {run.info.status}): only a finished "
                      "run logs one; train it to the end, or --resume it.")
+
+
+def _check_logged(client: MlflowClient, model_id: str) -> None:
+    try:
+        client.get_logged_model(model_id)
+    except MlflowException:
+        raise PLNLPError(f"there is no logged model {model_id} in {mlflow.get_tracking_uri()}; "
+                         "copy its id from the run's Artifacts or Models tab.") from None
 
 
 def _check_alias(client: MlflowClient, name: str, alias: str) -> None:

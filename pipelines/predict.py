@@ -49,7 +49,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def check_args(args: argparse.Namespace) -> pa.Table | None:
     """Refuses what cannot work before the model loads; returns the pairs."""
     if args.out.suffix not in FORMATS:
-        raise PLNLPError(f"--out {args.out} must end in .csv or .parquet.")
+        raise PLNLPError(f"--out {args.out} must be a .csv or .parquet file.")
     if args.nodes is not None and args.top_k is None:
         raise PLNLPError("--for names the nodes of --top-k; add --top-k K.")
     if args.top_k is not None and args.top_k < 1:

@@ -200,4 +200,4 @@ def _csr(tensors: dict[str, Tensor], name: str, num_nodes: int) -> Tensor:
     col = tensors[f"{name}_col"].long()
     return torch.sparse_csr_tensor(tensors[f"{name}_crow"], col,
                                    torch.ones(col.numel(), device=col.device),
-                                   (num_nodes, num_nodes))
+                                   (num_nodes, num_nodes), check_invariants=True)

@@ -54,6 +54,18 @@ def standin_root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def ddi_standin_split(tmp_path_factory: pytest.TempPathFactory):
+    """The stand-in ddi (60 nodes, 320 train edges), loaded by ``load_ogb``."""
+    from plnlp_core.datasets import DATASETS
+    from plnlp_core.ogb_reader import load_ogb
+
+    root = write_ddi_standin(tmp_path_factory.mktemp("ddi-root"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PLNLP_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        return load_ogb(DATASETS.get("ddi"), Path(root))
+
+
+@pytest.fixture(scope="session")
 def ddi_root() -> Path:
     """The real ogbl-ddi: ``$PLNLP_DATA_ROOT`` (relative to the repo root),
     else ``../shared/datasets``."""

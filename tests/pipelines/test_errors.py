@@ -79,6 +79,10 @@ def resume(expected: str) -> Entry:
     return Entry(expected, 2, "none", "test_resume_refuses_a_run_it_cannot_go_on_with")
 
 
+def predict(expected: str) -> Entry:
+    return Entry(expected, 2, "none", "test_predict_refuses_what_it_cannot_use")
+
+
 def own_graph(expected: str) -> Entry:
     return failure(expected, "test_a_bad_graph_of_ones_own_fails_the_load")
 
@@ -128,6 +132,30 @@ ENTRIES: dict[str, Entry] = {
                                      "choose one with --dataset."),
     "preset-unknown-setting": settings("sets unknown hiden_channels; fix the preset file"),
     "runs-below-one": settings("--runs must be at least 1, got 0."),
+    "register-heuristic": settings("--register keeps a trained model, and heuristic:cn is a "
+                                   "heuristic with none"),
+    # pipelines/predict.py
+    "predict-file-format": predict("--out out.txt must be a .csv or .parquet file."),
+    "predict-file-missing": predict("--pairs missing.csv does not exist."),
+    "predict-file-unreadable": predict("--pairs zero-bytes.csv cannot be read (Empty CSV file)"),
+    "predict-pairs-columns": predict("--pairs ab.csv has no src or dst column (it has: a, b)"),
+    "predict-for-without-top-k": predict("--for names the nodes of --top-k; add --top-k K."),
+    "predict-top-k-below-one": predict("--top-k must be at least 1; got 0."),
+    "predict-top-k-too-large": predict("--top-k must be between 1 and 59 (the model's graph has "
+                                       "60 nodes); got 60."),
+    "predict-unknown-id": predict("--for node id 'aspirin' is not a node of the model's graph"),
+    "predict-id-out-of-range": predict("destination node id 60 is not a node of the model's "
+                                       "graph (its ids are 0 to 59)"),
+    "model-uri-malformed": predict("--model 'links' is not a model URI; give runs:/<run id>/model"),
+    "model-run-unknown": predict("there is no run 0123 in sqlite:"),
+    "model-run-heuristic": predict("scored pairs with heuristic:cn, which has no model to load"),
+    "model-run-path": predict("not 'checkpoint'."),
+    "model-run-seeds": predict("trained 2 seeds, each with its own model; give one of theirs"),
+    "model-run-no-model": predict("has no model (status RUNNING): only a finished run logs one"),
+    "model-unknown-name": predict("there is no registered model 'nothing' in sqlite:"),
+    "model-unknown-alias": predict("registered model 'links' has no alias 'best' (its aliases: "
+                                   "champion)"),
+    "model-unknown-version": predict("registered model 'links' has no version 7 (it has 1)."),
     "workers-below-one": settings("--num-workers and --cpus-per-worker must be at least 1."),
     "max-failures-negative": settings("--max-failures must be 0 or more, got -1."),
     "gpu-preset-on-cpu": settings("the ddi 'paper' preset is made for a GPU and would take hours "
@@ -400,6 +428,8 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
     "own-hits-k": lambda tmp: ["--dataset", str(write(tmp / "g.csv", "src,dst\n1,2\n")),
                                "--hits-k", "20,x"],
     "unknown-model": lambda _: ["--dataset", "ddi", "--model", "heuristic:katz"],
+    "register-heuristic": lambda _: ["--dataset", "ddi", "--model", "heuristic:cn",
+                                     "--register", "links"],
 }
 
 
@@ -1233,3 +1263,91 @@ def test_resume_refuses_a_run_it_cannot_go_on_with(entry_id, mlflow_store, tmp_p
     code = run_main(resume_case(entry_id, tmp_path))
     assert_refused(entry_id, code, capsys.readouterr().err,
                    "test_resume_refuses_a_run_it_cannot_go_on_with")
+
+
+PREDICT: dict[str, list[str]] = {
+    "predict-file-format": ["--model", "models:/links@champion", "--top-k", "2",
+                            "--out", "out.txt"],
+    "predict-file-missing": ["--model", "models:/links@champion", "--pairs", "missing.csv"],
+    "predict-file-unreadable": ["--model", "models:/links@champion", "--pairs", "zero-bytes.csv"],
+    "predict-pairs-columns": ["--model", "models:/links@champion", "--pairs", "ab.csv"],
+    "predict-for-without-top-k": ["--model", "models:/links@champion", "--pairs", "pairs.csv",
+                                  "--for", "1"],
+    "predict-top-k-below-one": ["--model", "models:/links@champion", "--top-k", "0"],
+    "predict-top-k-too-large": ["--model", "models:/links@champion", "--top-k", "60"],
+    "predict-unknown-id": ["--model", "{strings}", "--top-k", "2", "--for", "aspirin"],
+    "predict-id-out-of-range": ["--model", "models:/links@champion", "--pairs", "pairs.csv"],
+    "model-uri-malformed": ["--model", "links", "--top-k", "2"],
+    "model-run-unknown": ["--model", "runs:/0123/model", "--top-k", "2"],
+    "model-run-heuristic": ["--model", "runs:/{heuristic}/model", "--top-k", "2"],
+    "model-run-path": ["--model", "{checkpoint}", "--top-k", "2"],
+    "model-run-seeds": ["--model", "runs:/{seeds}/model", "--top-k", "2"],
+    "model-run-no-model": ["--model", "runs:/{bare}/model", "--top-k", "2"],
+    "model-unknown-name": ["--model", "models:/nothing@champion", "--top-k", "2"],
+    "model-unknown-alias": ["--model", "models:/links@best", "--top-k", "2"],
+    "model-unknown-version": ["--model", "models:/links/7", "--top-k", "2"],
+}
+
+
+@pytest.fixture
+def predict_store(mlflow_store, ddi_standin_split, tmp_path) -> dict[str, str]:
+    """Runs ``pipelines/predict.py`` is given: a registered model ``links``
+    of the ddi stand-in (60 nodes), one with string ids, a heuristic's
+    run, a run of two seeds and a run with no model; the files its
+    arguments name, in the current folder."""
+    import mlflow
+    import pyarrow as pa
+
+    from components.model_export import log_link_model, logged_model_uri
+    from components.model_registry import register_link_model
+    from plnlp_core.assembly import build_input_adjacency, build_model
+    from plnlp_core.config import PLNLPConfig
+    from plnlp_core.link_scorer import LinkScorer
+    from plnlp_core.node_ids import NodeIds
+
+    config = PLNLPConfig(embedding_dim=8, hidden_channels=8)
+    split = ddi_standin_split
+    adj, _ = build_input_adjacency(split, config)
+    runs = {}
+    for name, ids in (("links", None), ("strings", pa.array([f"d{i}" for i in range(60)]))):
+        scorer = LinkScorer.encode(build_model(config, split.info, split.num_nodes), split, adj,
+                                   config, NodeIds(split.num_nodes, ids))
+        scorer.save(tmp_path / name)
+        with mlflow.start_run() as run:
+            mlflow.log_metric("final_valid_hits_20", 0.5)
+            log_link_model(tmp_path / name, scorer.node_ids.kind)
+        runs[name] = run.info.run_id
+    register_link_model(runs["links"], "links", "final_valid_hits_20")
+    with mlflow.start_run() as run:
+        mlflow.log_param("model", "heuristic:cn")
+    runs["heuristic"] = run.info.run_id
+    with mlflow.start_run() as run:
+        for _ in range(2):
+            with mlflow.start_run(nested=True):
+                pass
+    runs["seeds"] = run.info.run_id
+    runs["bare"] = mlflow.start_run().info.run_id
+    mlflow.end_run(status="RUNNING")
+    runs["strings"] = logged_model_uri(runs["strings"])
+    runs["checkpoint"] = f"runs:/{runs['links']}/checkpoint"
+    write(tmp_path / "zero-bytes.csv", "")
+    write(tmp_path / "ab.csv", "a,b\n1,2\n")
+    write(tmp_path / "pairs.csv", "src,dst\n1,2\n3,60\n")
+    return runs
+
+
+@pytest.mark.parametrize("entry_id", PREDICT)
+def test_predict_refuses_what_it_cannot_use(entry_id, predict_store, tmp_path, capsys):
+    from pipelines.predict import main as predict_main
+
+    def ours() -> list[Path]:  # MLflow notes in its artifacts which model a load asked for
+        return sorted(path for path in tmp_path.rglob("*") if "mlruns" not in path.parts)
+
+    before = ours()
+    arguments = [argument.format(**predict_store) for argument in PREDICT[entry_id]]
+    if "--out" not in arguments:
+        arguments += ["--out", "out.csv"]
+    code = predict_main(arguments)
+    assert_refused(entry_id, code, capsys.readouterr().err,
+                   "test_predict_refuses_what_it_cannot_use")
+    assert ours() == before  # nothing written
