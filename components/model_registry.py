@@ -2,6 +2,9 @@
 name in MLflow's model registry, and the ``champion`` alias on the version
 with the best validation metric so far, so that
 ``models:/<name>@champion`` always means the best model registered."""
+import contextlib
+import io
+
 import mlflow
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
@@ -18,7 +21,8 @@ def register_link_model(run_id: str, name: str, metric: str) -> str:
     none). Returns one line saying what happened."""
     client = MlflowClient()
     value = client.get_run(run_id).data.metrics[metric]
-    version = mlflow.register_model(logged_model_uri(run_id), name).version
+    with contextlib.redirect_stderr(io.StringIO()):  # MLflow prints "Successfully registered"
+        version = mlflow.register_model(logged_model_uri(run_id), name).version
     client.set_model_version_tag(name, version, metric, f"{value:.6g}")
     champion = _champion(client, name)
     line = f"registered {name} version {version} ({metric} {value:.4f})"

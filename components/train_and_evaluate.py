@@ -40,14 +40,24 @@ def train_and_evaluate(
     with run_checkpoints(checkpoints) as storage:
         trained = train_in_run(dataset, walks, config, workers, storage, max_failures,
                                callbacks, decision_epochs)
-        resources = workers.task_resources()
-        scorer = storage / "scorer"
-        final, id_kind = ray.get([
-            evaluate_checkpoint.options(**resources).remote(dataset, trained, config),
-            export_scorer.options(**resources).remote(dataset, trained, config, str(scorer)),
-        ])
-        mlflow.log_metrics(final)
-        log_link_model(scorer, id_kind)
+        return evaluate_and_log_model(dataset, trained, config, workers.task_resources(),
+                                      storage / "scorer")
+
+
+def evaluate_and_log_model(
+    dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig,
+    resources: dict[str, float], scorer: Path,
+) -> dict[str, float]:
+    """The best checkpoint's ``final_*`` metrics and its MLflow ``model``,
+    both logged to the active run: two Ray tasks holding ``resources``
+    evaluate it and write its scorer to ``scorer`` (storage the driver
+    sees) side by side. Returns the metrics."""
+    final, id_kind = ray.get([
+        evaluate_checkpoint.options(**resources).remote(dataset, trained, config),
+        export_scorer.options(**resources).remote(dataset, trained, config, str(scorer)),
+    ])
+    mlflow.log_metrics(final)
+    log_link_model(scorer, id_kind)
     return final
 
 

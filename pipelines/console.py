@@ -76,6 +76,8 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
     and the command that shows it."""
     import mlflow
 
+    from components.model_export import logged_model_uri
+
     uri = mlflow.get_tracking_uri()
     run = mlflow.get_run(run_id)
     best = run.data.metrics.get("best_epoch")
@@ -90,6 +92,9 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
                  for key, value in sorted(final.items()) if key.startswith(f"final_{split}_")]
         lines.append(f"  final {split:5}    " + "  ".join(shown))
     lines.append(f"  MLflow run     {run_id} in {uri}")
+    if logged_model_uri(run_id) is not None:
+        lines.append(f"  use the model  python pipelines/predict.py --model runs:/{run_id}/model "
+                     "--top-k 20 --out top20.csv")
     page = runs_table_page(run.info.experiment_id)
     if uri.startswith("http"):
         lines.append(f"  see it at      {uri.rstrip('/')}/{page}")

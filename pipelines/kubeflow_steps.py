@@ -12,17 +12,14 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-import mlflow
-import ray
 import yaml
 
 from components.artifacts import DatasetArtifact, DatasetMeta, TrainArtifact, WalkArtifact
 from components.augment import augment
 from components.checkpoints import checkpoint_root
-from components.evaluate import evaluate_checkpoint
 from components.stage_cache import stage_cache_root
 from components.tracking import log_config, log_graph
-from components.train_and_evaluate import run_checkpoints, train_in_run
+from components.train_and_evaluate import evaluate_and_log_model, run_checkpoints, train_in_run
 from pipelines.arguments import parse_args, worker_group
 from pipelines.console import quiet_console
 from pipelines.job import execute, prepare
@@ -115,17 +112,16 @@ def train_step(
 
 
 def evaluate_step(splits: str, model: str, run_id: str, experiment: str) -> dict[str, float]:
-    """The ``final_*`` metrics of the checkpoint in ``model`` (with its
-    ``config.yaml``), logged to the MLflow run ``run_id``, which then ends
-    FINISHED."""
+    """The ``final_*`` metrics and the MLflow ``model`` of the checkpoint in
+    ``model`` (with its ``config.yaml``), logged to the MLflow run
+    ``run_id``, which then ends FINISHED."""
     config = PLNLPConfig.from_mapping(yaml.safe_load((Path(model) / CONFIG_FILE).read_text()))
     start(stage_args(config.dataset), lambda: config)
     dataset = split_artifact(splits)
 
     def job(work: Path) -> dict[str, float]:
-        final = ray.get(evaluate_checkpoint.remote(dataset, TrainArtifact(model, 0, {}), config))
-        mlflow.log_metrics(final)
-        return final
+        return evaluate_and_log_model(dataset, TrainArtifact(model, 0, {}), config, {},
+                                      work / "scorer")
 
     _, final = _finished(execute(experiment or f"plnlp-{config.dataset}", "", None, job, run_id))
     return final

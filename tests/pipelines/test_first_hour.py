@@ -33,8 +33,11 @@ def test_a_smoke_run_prints_progress_and_a_summary_and_none_of_rays_reports(
     assert "epoch 2/2" in output and "ETA" in output
     for line in ("run ddi-smoke-", "best epoch", "final valid", "final test", "MLflow run",
                  "see it with    mlflow ui --backend-store-uri sqlite:///",
-                 "then http://127.0.0.1:5000/#/experiments/1?workflowType=machine_learning"):
+                 "then http://127.0.0.1:5000/#/experiments/1?workflowType=machine_learning",
+                 "use the model  python pipelines/predict.py --model runs:/"):
         assert line in output, line
+    for noise in ("input example", "Downloading artifacts"):  # MLflow's, as it logs the model
+        assert noise not in output, noise
 
 
 def test_runs_with_other_overrides_have_other_names_in_a_training_experiment(

@@ -8,6 +8,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
+from components.model_export import logged_model_uri
 from pipelines import run, tune
 from pipelines.kubeflow import cluster_problems, main
 from pipelines.plan import plan_run
@@ -78,6 +79,7 @@ def test_pipeline_runs_locally_on_the_ddi_standin_into_one_finished_mlflow_run(
     assert [m.step for m in history] == [1, 2]
     assert "checkpoint/model.pt" in {
         a.path for a in client.list_artifacts(run_.info.run_id, "checkpoint")}
+    assert logged_model_uri(run_.info.run_id) is not None  # the evaluate step logs the model
     (run_dir,) = outputs.iterdir()
     assert {"model.pt", "config.yaml"} <= {p.name for p in (run_dir / "train" / "model").iterdir()}
     assert list((run_dir / "augment" / "walks").glob("round-0000/*.parquet"))

@@ -35,5 +35,10 @@ class BilinearPredictor(nn.Module):
         # h_i^T W h_j as h_i . (W h_j): one matrix product, which autocast can run in bf16
         return (h_src * self.lin(h_dst)).sum(dim=-1)
 
+    def score_all(self, h_src: Tensor, h: Tensor) -> Tensor:
+        r"""Scores of each of ``h_src`` (shape ``[B, C]``) with every node of
+        ``h`` (``[N, C]``) as one product, :math:`S = H_{src} (H W^\top)^\top`, ``[B, N]``."""
+        return h_src @ self.lin(h).t()
+
     def __repr__(self) -> str:
         return f"BilinearPredictor({self.lin.in_features})"

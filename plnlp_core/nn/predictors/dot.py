@@ -31,5 +31,10 @@ class DotPredictor(nn.Module):
     def forward(self, h_src: Tensor, h_dst: Tensor) -> Tensor:
         return (h_src * h_dst).sum(dim=-1)
 
+    def score_all(self, h_src: Tensor, h: Tensor) -> Tensor:
+        r"""Scores of each of ``h_src`` (shape ``[B, C]``) with every node of
+        ``h`` (``[N, C]``) as one product, :math:`S = H_{src} H^\top`, ``[B, N]``."""
+        return h_src @ h.t()
+
     def __repr__(self) -> str:
         return f"DotPredictor({self.in_channels})"
