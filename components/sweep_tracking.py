@@ -46,14 +46,18 @@ def trial_run_name(settings: dict) -> str:
 
 
 class TrialOutcomes(tune.Callback):
-    """Collects each trial's :class:`TrialOutcome` on the sweep's driver.
+    """Collects each trial's :class:`TrialOutcome` on the sweep's driver and
+    prints one line as each trial ends (Tune's own tables stay off the
+    console unless ``--verbose``).
 
     Args:
         describe (Callable): Turns a trial's error into its one-line reason.
+        metric (str): The validation metric trials are compared by.
     """
 
-    def __init__(self, describe: Callable[[BaseException], str]) -> None:
+    def __init__(self, describe: Callable[[BaseException], str], metric: str) -> None:
         self.describe = describe
+        self.metric = metric
         self.outcomes: dict[str, TrialOutcome] = {}
 
     def on_trial_complete(self, iteration: int, trials: list, trial: tune.experiment.Trial,
@@ -70,8 +74,14 @@ class TrialOutcomes(tune.Callback):
 
     def _record(self, trial: tune.experiment.Trial, status: str, epoch: int | None,
                 reason: str | None = None) -> None:
-        self.outcomes[trial.trial_id] = TrialOutcome(
-            trial.trial_id, str(trial), dict(trial.config), status, epoch, reason)
+        outcome = TrialOutcome(trial.trial_id, str(trial), dict(trial.config), status, epoch,
+                               reason)
+        self.outcomes[trial.trial_id] = outcome
+        value = trial.last_result.get(self.metric)
+        result = reason if reason else (f"{self.metric} {value:.4f}" if value is not None
+                                         else "not evaluated")
+        print(f"trial {trial_run_name(outcome.settings)} {status.replace('_', ' ')} at epoch "
+              f"{epoch if epoch is not None else 0}: {result}", flush=True)
 
 
 def close_trial_runs(parent_run_id: str, outcomes: dict[str, TrialOutcome],

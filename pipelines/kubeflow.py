@@ -35,6 +35,10 @@ BASE_IMAGE = os.environ.get("PLNLP_IMAGE", "plnlp:latest")
 GPU = "nvidia.com/gpu"
 # Given to every step as the shell that compiles (or runs) the pipeline has them.
 STEP_ENV = ("MLFLOW_TRACKING_URI", "RAY_ADDRESS", "PLNLP_DATA_ROOT", "PLNLP_CACHE_DIR")
+# Read from --secret's Secret into every step, each only where the Secret has it.
+SECRET_KEYS = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN",
+               "RAY_AUTH_TOKEN", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+CACHE_MOUNT = "/plnlp-cache"
 
 
 # The steps. kfp ships each body to its container as source, so it imports what it uses (the
@@ -124,43 +128,81 @@ def sweep(
         raise SystemExit(code)
 
 
-@dsl.pipeline(name="plnlp", description="PLNLP link prediction: load -> augment -> train -> "
-                                        "evaluate, and an optional sweep.")
-def plnlp(
-    dataset: str = "ddi", preset: str = "", overrides: list[str] = [],  # noqa: B006 (kfp's default)
-    data_root: str = "", work_dir: str = "", experiment: str = "", num_workers: int = 1,
-    cpus_per_worker: int = 1, gpus: int = 0, max_failures: int = 3, yes: bool = False,
-    sweep_space: str = "", num_samples: int = 0,
-) -> Metrics:
-    """The parameters are ``pipelines/run.py``'s flags (``overrides`` its
-    ``--set KEY=VALUE``; "" its defaults); ``gpus`` > 0 gives the train and
-    sweep steps that many GPUs and ``--use-gpu``. A ``sweep_space`` (a
-    ``tune_spaces/`` file) also runs the sweep."""
-    # No step is cached by Kubeflow: the stage cache reuses what load and augment made, and
-    # train, evaluate and sweep record to MLflow.
-    loaded = load(dataset=dataset, data_root=data_root, work_dir=work_dir)
-    splits = loaded.outputs["splits"]
-    augmented = augment(splits=splits, dataset=dataset, preset=preset, overrides=overrides,
-                        work_dir=work_dir, yes=yes)
-    walks = augmented.outputs["walks"]
-    trained = train(splits=splits, walks=walks, dataset=dataset, preset=preset,
-                    overrides=overrides, work_dir=work_dir, num_workers=num_workers,
-                    cpus_per_worker=cpus_per_worker, gpus=gpus, max_failures=max_failures,
-                    experiment=experiment, yes=yes)
-    trained.set_accelerator_type(GPU).set_accelerator_limit(gpus)
-    evaluated = evaluate(splits=splits, model=trained.outputs["model"],
-                         mlflow_run_id=trained.outputs["mlflow_run_id"], experiment=experiment)
-    with dsl.If(sweep_space != "", name="sweep-requested"):
-        searched = sweep(dataset=dataset, space=sweep_space, overrides=overrides,
-                         data_root=data_root, work_dir=work_dir, num_samples=num_samples,
-                         gpus=gpus)
-        searched.set_accelerator_type(GPU).set_accelerator_limit(gpus)
-    for task in (loaded, augmented, trained, evaluated, searched):
-        task.set_caching_options(enable_caching=False)
-        for name in STEP_ENV:
-            if os.environ.get(name):
-                task.set_env_variable(name, os.environ[name])
-    return evaluated.outputs["metrics"]
+class ClusterSettings:
+    """What each step's pod asks of a cluster, set by ``--compile``'s flags:
+    CPU and memory requests (train: its worker group plus the Ray driver;
+    evaluate and sweep: one worker's CPUs; load: one CPU), a
+    PersistentVolumeClaim for the stage cache (``PLNLP_CACHE_DIR``), and a
+    Secret whose MLflow, Ray and S3 credentials become environment
+    variables (:data:`SECRET_KEYS`, each only where the Secret has it).
+    kfp's local runner ignores them."""
+
+    def __init__(self, num_workers: int = 1, cpus_per_worker: int = 1, memory: str = "8Gi",
+                 cache_volume: str | None = None, secret: str | None = None) -> None:
+        self.cpus = {"load": 1, "augment": cpus_per_worker,
+                     "train": num_workers * cpus_per_worker + 1, "evaluate": cpus_per_worker,
+                     "sweep": cpus_per_worker + 1}
+        self.memory, self.cache_volume, self.secret = memory, cache_volume, secret
+
+    def apply(self, step: str, task: dsl.PipelineTask) -> None:
+        from kfp import kubernetes
+
+        task.set_cpu_request(str(self.cpus[step])).set_memory_request(self.memory)
+        if self.cache_volume:
+            kubernetes.mount_pvc(task, self.cache_volume, CACHE_MOUNT)
+            task.set_env_variable("PLNLP_CACHE_DIR", CACHE_MOUNT)
+        if self.secret:
+            kubernetes.use_secret_as_env(task, self.secret, {key: key for key in SECRET_KEYS},
+                                         optional=True)
+
+
+def build_pipeline(cluster: ClusterSettings) -> object:
+    """The pipeline, its steps asking ``cluster``'s resources (kfp builds
+    a pipeline's spec where it is defined, hence one definition per
+    setting)."""
+
+    @dsl.pipeline(name="plnlp", description="PLNLP link prediction: load -> augment -> train -> "
+                                            "evaluate, and an optional sweep.")
+    def plnlp(
+        dataset: str = "ddi", preset: str = "", overrides: list[str] = [],  # noqa: B006 (kfp's default)
+        data_root: str = "", work_dir: str = "", experiment: str = "", num_workers: int = 1,
+        cpus_per_worker: int = 1, gpus: int = 0, max_failures: int = 3, yes: bool = False,
+        sweep_space: str = "", num_samples: int = 0,
+    ) -> Metrics:
+        """The parameters are ``pipelines/run.py``'s flags (``overrides`` its
+        ``--set KEY=VALUE``; "" its defaults); ``gpus`` > 0 gives the train and
+        sweep steps that many GPUs and ``--use-gpu``. A ``sweep_space`` (a
+        ``tune_spaces/`` file) also runs the sweep."""
+        # No step is cached by Kubeflow: the stage cache reuses what load and augment made, and
+        # train, evaluate and sweep record to MLflow.
+        loaded = load(dataset=dataset, data_root=data_root, work_dir=work_dir)
+        splits = loaded.outputs["splits"]
+        augmented = augment(splits=splits, dataset=dataset, preset=preset, overrides=overrides,
+                            work_dir=work_dir, yes=yes)
+        walks = augmented.outputs["walks"]
+        trained = train(splits=splits, walks=walks, dataset=dataset, preset=preset,
+                        overrides=overrides, work_dir=work_dir, num_workers=num_workers,
+                        cpus_per_worker=cpus_per_worker, gpus=gpus, max_failures=max_failures,
+                        experiment=experiment, yes=yes)
+        trained.set_accelerator_type(GPU).set_accelerator_limit(gpus)
+        evaluated = evaluate(splits=splits, model=trained.outputs["model"],
+                             mlflow_run_id=trained.outputs["mlflow_run_id"], experiment=experiment)
+        with dsl.If(sweep_space != "", name="sweep-requested"):
+            searched = sweep(dataset=dataset, space=sweep_space, overrides=overrides,
+                             data_root=data_root, work_dir=work_dir, num_samples=num_samples,
+                             gpus=gpus)
+            searched.set_accelerator_type(GPU).set_accelerator_limit(gpus)
+        steps = {"load": loaded, "augment": augmented, "train": trained, "evaluate": evaluated,
+                 "sweep": searched}
+        for name, task in steps.items():
+            task.set_caching_options(enable_caching=False)
+            for variable in STEP_ENV:
+                if os.environ.get(variable):
+                    task.set_env_variable(variable, os.environ[variable])
+            cluster.apply(name, task)
+        return evaluated.outputs["metrics"]
+
+    return plnlp
 
 
 # The command line.
@@ -188,6 +230,14 @@ def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
                         help="also run pipelines/tune.py on this tune_spaces/*.yaml file")
     parser.add_argument("--num-samples", type=int, default=0,
                         help="the sweep's trials (default: the space's)")
+    parser.add_argument("--memory", default="8Gi",
+                        help="with --compile: memory each step's pod requests (default: 8Gi)")
+    parser.add_argument("--cache-volume", metavar="PVC",
+                        help="with --compile: a PersistentVolumeClaim every step mounts for the "
+                             "stage cache, so load and augment outputs outlive their pods")
+    parser.add_argument("--secret", metavar="NAME",
+                        help="with --compile: a Kubernetes Secret whose keys "
+                             f"({', '.join(SECRET_KEYS)}) become each step's environment")
     parser.add_argument("--pipeline-root", type=Path, default=Path("kfp_outputs"),
                         help="where --run-local keeps the steps' outputs (default: ./kfp_outputs)")
     add_worker_args(parser)
@@ -241,16 +291,17 @@ def run_local(arguments: dict[str, object], pipeline_root: Path) -> dict[str, fl
             with warnings.catch_warnings():  # the image's name, the GPU limit: no matter here
                 warnings.filterwarnings("ignore", "You may be attemping", RuntimeWarning)
                 warnings.filterwarnings("ignore", ".*no effect in the current local runner")
-                return dict(plnlp(**arguments).output.metadata)
+                return dict(build_pipeline(ClusterSettings())(**arguments).output.metadata)
         finally:
             if started:
                 ray.shutdown()
 
 
-def cluster_problems(environ: Mapping[str, str]) -> list[str]:
+def cluster_problems(environ: Mapping[str, str], cache_volume: str | None = None) -> list[str]:
     """What a pipeline compiled with ``environ`` would get wrong on a
-    cluster, one sentence each: the default image, no tracking server, or a
-    tracking store local to each pod (lost with it)."""
+    cluster, one sentence each: the default image, no tracking server, a
+    tracking store local to each pod (lost with it), no volume for the
+    stage cache."""
     problems = []
     if "PLNLP_IMAGE" not in environ:
         problems.append(f"PLNLP_IMAGE is unset, so every step runs the image {BASE_IMAGE}; "
@@ -262,15 +313,21 @@ def cluster_problems(environ: Mapping[str, str]) -> list[str]:
     elif not uri.startswith(("http://", "https://", "databricks")):
         problems.append(f"MLFLOW_TRACKING_URI={uri} is a store on this machine, which no pod "
                         "sees; set it to your tracking server.")
+    if cache_volume is None and "PLNLP_CACHE_DIR" not in environ:
+        problems.append("no --cache-volume, so each pod caches its stage outputs where they "
+                        "are lost with it, and every run loads and walks the graph again; give "
+                        "a PersistentVolumeClaim every step can mount.")
     return problems
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_cli(argv)
     if args.compile is not None:
-        compiler.Compiler().compile(plnlp, str(args.compile))
+        cluster = ClusterSettings(args.num_workers, args.cpus_per_worker, args.memory,
+                                  args.cache_volume, args.secret)
+        compiler.Compiler().compile(build_pipeline(cluster), str(args.compile))
         print(f"pipeline written to {args.compile} (image {BASE_IMAGE})")
-        for problem in cluster_problems(os.environ):
+        for problem in cluster_problems(os.environ, args.cache_volume):
             print(f"warning: {problem}", file=sys.stderr)
         return 0
     try:

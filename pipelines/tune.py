@@ -103,7 +103,7 @@ def sweep(args: argparse.Namespace, space: SearchSpace, source: GraphSource,
                "max_failures": args.max_failures, "parent_run_id": parent.info.run_id,
                "experiment_id": parent.info.experiment_id, "workers": workers,
                "decision_epochs": space.decision_epochs()}
-    outcomes = TrialOutcomes(describe_failure)
+    outcomes = TrialOutcomes(describe_failure, space.metric)
     trainable = tune.with_parameters(SweepTrial, base=space.base.to_dict(), dataset=dataset,
                                      options=options)
     tune.Tuner(

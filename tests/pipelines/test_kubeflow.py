@@ -42,13 +42,38 @@ def test_compiling_for_a_cluster_warns_of_a_default_image_and_a_tracking_store_n
         monkeypatch.delenv(name, raising=False)
     assert main(["--compile", str(tmp_path / "plnlp.yaml")]) == 0
     warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
-    assert len(warned) == 2 and "PLNLP_IMAGE is unset" in warned[0]
-    assert "MLFLOW_TRACKING_URI is unset" in warned[1]
-    assert cluster_problems({"MLFLOW_TRACKING_URI": "sqlite:////tmp/m.db", "PLNLP_IMAGE": "x"}) \
+    assert len(warned) == 3 and "PLNLP_IMAGE is unset" in warned[0]
+    assert "MLFLOW_TRACKING_URI is unset" in warned[1] and "no --cache-volume" in warned[2]
+    assert cluster_problems({"MLFLOW_TRACKING_URI": "sqlite:////tmp/m.db", "PLNLP_IMAGE": "x"},
+                            "cache") \
         == ["MLFLOW_TRACKING_URI=sqlite:////tmp/m.db is a store on this machine, which no pod "
             "sees; set it to your tracking server."]
-    assert cluster_problems({"MLFLOW_TRACKING_URI": "http://mlflow:5000", "PLNLP_IMAGE": "x"}) \
-        == []
+    assert cluster_problems({"MLFLOW_TRACKING_URI": "http://mlflow:5000", "PLNLP_IMAGE": "x"},
+                            "cache") == []
+
+
+def test_compiled_steps_request_cpus_memory_a_cache_volume_and_a_secret(tmp_path):
+    argv = ["--compile", str(tmp_path / "plnlp.yaml"), "--num-workers", "2",
+            "--cpus-per-worker", "3", "--memory", "12Gi", "--cache-volume", "plnlp-cache",
+            "--secret", "plnlp-credentials"]
+    assert main(argv) == 0
+    spec, platform = yaml.safe_load_all((tmp_path / "plnlp.yaml").read_text())
+    executors = spec["deploymentSpec"]["executors"]
+    resources = {name: executors[f"exec-{name}"]["container"]["resources"]
+                 for name in (*STAGES, "sweep")}
+    assert {name: r["cpuRequest"] for name, r in resources.items()} == {
+        "load": 1, "augment": 3, "train": 7, "evaluate": 3, "sweep": 4}
+    assert {r["memoryRequest"] for r in resources.values()} == {12 * 2**30 / 1e9}
+    kubernetes = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    for name in (*STAGES, "sweep"):
+        (mount,) = kubernetes[f"exec-{name}"]["pvcMount"]
+        assert mount["mountPath"] == "/plnlp-cache"
+        assert mount["pvcNameParameter"]["runtimeValue"]["constant"] == "plnlp-cache"
+        (secret,) = kubernetes[f"exec-{name}"]["secretAsEnv"]
+        assert secret["optional"] and {"MLFLOW_TRACKING_TOKEN", "RAY_AUTH_TOKEN"} <= {
+            pair["envVar"] for pair in secret["keyToEnv"]}
+        env = {e["name"]: e["value"] for e in executors[f"exec-{name}"]["container"]["env"]}
+        assert env["PLNLP_CACHE_DIR"] == "/plnlp-cache"
 
 
 def test_unknown_preset_is_refused_in_one_sentence_before_any_step(capsys):

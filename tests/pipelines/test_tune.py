@@ -91,7 +91,7 @@ def sweep_runs(uri: str, experiment: str) -> tuple[object, list]:
 
 @pytest.mark.slow
 def test_asha_stops_weak_trials_and_mlflow_records_the_sweep(
-    ray_session, server_store, standin_root, tmp_path,
+    ray_session, server_store, standin_root, tmp_path, capsys,
 ):
     from pipelines.tune import main
 
@@ -99,6 +99,10 @@ def test_asha_stops_weak_trials_and_mlflow_records_the_sweep(
     argv = ["--dataset", "ddi", "--space", str(space), "--data-root", str(standin_root),
             "--experiment", "asha", *TINY, "--set", "epochs=4", "--set", "checkpoint_every=4"]
     assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "+----" not in out  # none of Tune's tables
+    trial_lines = [line for line in out.splitlines() if line.startswith("trial lr=")]
+    assert len(trial_lines) == 4 and all("valid_hits_20 0." in line for line in trial_lines)
     client = MlflowClient(server_store)
     parent, children = sweep_runs(server_store, "asha")
     assert parent.info.status == "FINISHED" and len(children) == 4
