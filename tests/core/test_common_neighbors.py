@@ -190,8 +190,25 @@ def test_edge_level_fit_on_the_ddi_standin_lowers_the_loss_and_evaluates(ddi_sta
 
 @pytest.mark.parametrize("changes,sentence", [
     (dict(encoder_level="edge", predictor="dot"),
-     "encoder_level edge feeds h_i * h_j and the common neighbours to an MLP, so predictor "
-     "'dot' cannot serve it; set predictor=mlp."),
+     "encoder_level edge scores pairs with an edge-level predictor, so predictor 'dot' cannot "
+     "serve it; set predictor=mlp or ncn."),
+    (dict(predictor="ncn"),
+     "predictor 'ncn' reads the pair's common neighbours, which only encoder_level edge gives; "
+     "set encoder_level=edge."),
+    (dict(target_edge_removal=False),
+     "target_edge_removal applies to encoder_level edge only; set encoder_level=edge or leave "
+     "target_edge_removal at true."),
+    (dict(predictor="mlp", edge_counts=False),
+     "edge_counts applies to encoder_level edge only; set encoder_level=edge or leave "
+     "edge_counts at null."),
+    (dict(encoder_level="edge", predictor="mlp", ncn_xlin=True),
+     "ncn_xlin applies to predictor ncn only; set predictor=ncn or leave ncn_xlin at false."),
+    (dict(encoder_level="edge", predictor="ncn", edge_counts=True),
+     "edge_counts and edge_path_length 3 add count features to predictor mlp, and predictor ncn "
+     "has none; set predictor=mlp, or leave edge_counts unset and edge_path_length at 2."),
+    (dict(encoder="sum", embedding_dim=32, hidden_channels=64),
+     "encoder sum has no weights, so the node input's size (32) must equal hidden_channels (64); "
+     "set embedding_dim to 64 with node_input=embedding."),
     (dict(encoder_level="edge", predictor="mlp", edge_path_length=4),
      "edge_path_length must be 2 (common neighbours) or 3 (also paths of length 3), got 4."),
     (dict(edge_path_length=3),
