@@ -5,9 +5,10 @@ removal off and the count features off."""
 import pytest
 import torch
 
-from plnlp_core.assembly import build_model, parameter_groups
+from plnlp_core.assembly import build_model, build_training_graph, parameter_groups
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import DATASETS
+from plnlp_core.fitting import fit
 from plnlp_core.graph import build_adjacency
 from plnlp_core.nn import EdgeLevelPredictor, GNNEncoder, NCNPredictor, NodeInput
 from plnlp_core.nn.common_neighbors import AdjacencyLookup
@@ -138,3 +139,23 @@ def test_the_count_features_are_optional(graph):
                                predictor.mlp(features).squeeze(-1))
     with_counts = build_model(config.replace(edge_counts=None), DATASETS.get("ddi"), NUM_NODES)
     assert with_counts.predictor.num_counts == 3
+
+
+def test_ncn_with_its_ddi_options_fits_the_ddi_standin_with_two_learning_rates(ddi_standin_split):
+    """NCN's ddi recipe (sum encoder with residual, orthogonal embedding,
+    input dropout, xlin, two-layer output, BCE), at the stand-in's sizes:
+    the loss falls and the predictor moved at its own rate."""
+    split = ddi_standin_split
+    config = PLNLPConfig(
+        encoder="sum", embedding_dim=16, embedding_init="orthogonal", input_dropout=0.1,
+        hidden_channels=16, encoder_layers=1, encoder_residual=True, encoder_level="edge",
+        predictor="ncn", predictor_hidden=16, ncn_xlin=True, ncn_two_layer_output=True,
+        loss="ce", num_neg=1, negatives="independent", lr=0.02, predictor_lr=0.01, epochs=6,
+        batch_size=64, eval_every=6)
+    config.validate()
+    torch.manual_seed(0)
+    model = build_model(config, split.info, split.num_nodes)
+    result = fit(model, config, split, build_training_graph(split, config))
+    losses = [epoch.train_loss for epoch in result.history]
+    assert sum(losses[-2:]) < 0.95 * sum(losses[:2])
+    assert {"valid_hits_20", "test_hits_20"} <= set(result.best_metrics)
