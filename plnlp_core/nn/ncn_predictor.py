@@ -3,6 +3,7 @@ from torch import Tensor, nn
 
 from plnlp_core.nn.common_neighbors import AdjacencyLookup, common_neighbor_sum
 from plnlp_core.nn.edge_predictor import EDGE_PREDICTORS
+from plnlp_core.nn.relu_dropout import ReLUDropout
 
 
 def _layers(*modules: nn.Module | None) -> nn.Sequential:
@@ -23,7 +24,7 @@ class NCNPredictor(nn.Module):
 
     with a learnable scalar :math:`\beta` and, writing :math:`L` for a
     linear layer, :math:`\mathrm{LN}` for LayerNorm and :math:`\sigma` for
-    dropout then ReLU,
+    dropout then ReLU (one fused pass, :class:`ReLUDropout`),
 
     .. math::
         \mathrm{cn} = L \circ \sigma \circ \mathrm{LN} \circ L \circ
@@ -62,13 +63,13 @@ class NCNPredictor(nn.Module):
         c, d, p = in_channels, hidden_channels, dropout
         self.initial_beta = beta
         self.beta = nn.Parameter(torch.empty(1))
-        self.xlin = _layers(nn.Linear(c, d), nn.Dropout(p), nn.ReLU(), nn.Linear(d, c),
-                            nn.LayerNorm(c), nn.Dropout(p), nn.ReLU()) if xlin else None
+        self.xlin = _layers(nn.Linear(c, d), ReLUDropout(p), nn.Linear(d, c),
+                            nn.LayerNorm(c), ReLUDropout(p)) if xlin else None
         tail = None if tail_activation else nn.Linear(d, d)
-        self.cn = _layers(nn.Linear(c, d), nn.Dropout(p), nn.ReLU(), nn.Linear(d, d),
-                          nn.LayerNorm(d), nn.Dropout(p), nn.ReLU(), tail)
+        self.cn = _layers(nn.Linear(c, d), ReLUDropout(p), nn.Linear(d, d),
+                          nn.LayerNorm(d), ReLUDropout(p), tail)
         tail = None if tail_activation else nn.Linear(d, d)
-        self.ij = _layers(nn.Linear(c, d), nn.LayerNorm(d), nn.Dropout(p), nn.ReLU(), tail)
+        self.ij = _layers(nn.Linear(c, d), nn.LayerNorm(d), ReLUDropout(p), tail)
         self.lin = _layers(*hidden_layer(d, p), *(hidden_layer(d, p) if two_layer_output else ()),
                            nn.Linear(d, 1))
         self.reset_parameters()
@@ -92,6 +93,5 @@ class NCNPredictor(nn.Module):
 
 def hidden_layer(channels: int, dropout: float) -> list[nn.Module]:
     r""":math:`\sigma \circ \mathrm{LN} \circ L`, ``channels`` to ``channels``."""
-    return [nn.Linear(channels, channels), nn.LayerNorm(channels), nn.Dropout(dropout),
-            nn.ReLU()]
+    return [nn.Linear(channels, channels), nn.LayerNorm(channels), ReLUDropout(dropout)]
 

@@ -12,6 +12,7 @@ from plnlp_core.fitting import fit
 from plnlp_core.graph import build_adjacency
 from plnlp_core.nn import EdgeLevelPredictor, GNNEncoder, NCNPredictor, NodeInput
 from plnlp_core.nn.common_neighbors import AdjacencyLookup
+from plnlp_core.nn.relu_dropout import ReLUDropout
 from tests.core.test_common_neighbors import dense, random_graph, some_pairs
 
 NUM_NODES = 30
@@ -43,8 +44,8 @@ def test_ncn_scores_lin_of_beta_cn_of_the_dense_common_sum_plus_ij(
     torch.testing.assert_close(predictor(h, pairs, AdjacencyLookup(adj)), expected)
     assert sum(isinstance(m, torch.nn.LayerNorm) for m in predictor.cn) == 1
     assert sum(isinstance(m, torch.nn.LayerNorm) for m in predictor.ij) == 1
-    assert isinstance(predictor.cn[-1], torch.nn.ReLU) == tail_activation
-    assert len(predictor.lin) == (9 if two_layer_output else 5)
+    assert isinstance(predictor.cn[-1], ReLUDropout) == tail_activation
+    assert len(predictor.lin) == (7 if two_layer_output else 4)
 
 
 def test_ncn_beta_starts_where_it_is_told_and_learns(graph):
