@@ -13,7 +13,7 @@ def _layers(*modules: nn.Module | None) -> nn.Sequential:
 @EDGE_PREDICTORS.register("ncn")
 class NCNPredictor(nn.Module):
     r"""The Neural Common Neighbor predictor (Wang, Yang and Zhang 2023,
-    "Neural Common Neighbor with Completion for Link Prediction", Eq. 8; the
+    "Neural Common Neighbor with Completion for Link Prediction"; the
     authors' ``CNLinkPredictor`` with ``--lnnn``),
 
     .. math::
