@@ -3,7 +3,7 @@ the model (node input, encoder, predictor, node or edge level), the
 negative sampler, the step's loss and options, and the training graph.
 The parts themselves take plain keyword arguments."""
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import DatasetInfo, LinkSplit
@@ -17,7 +17,7 @@ from plnlp_core.graph import (
     select_training_edges,
 )
 from plnlp_core.losses import LOSSES, WEIGHTED_LOSSES
-from plnlp_core.nn import ENCODER_LEVELS, GNNEncoder, NodeInput, PLNLPModel
+from plnlp_core.nn import EDGE_PREDICTORS, ENCODER_LEVELS, GNNEncoder, NodeInput, PLNLPModel
 from plnlp_core.random_walk import random_walk_pairs, walk_starts
 from plnlp_core.sampling import SAMPLERS, NegativeSampler
 from plnlp_core.training import StepOptions
@@ -26,20 +26,53 @@ from plnlp_core.training import StepOptions
 def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLPModel:
     """The encoder and predictor ``config`` names, sized for the dataset, at
     the node or edge level (``encoder_level``)."""
-    node_input = NodeInput(config.node_input, num_nodes, config.embedding_dim, info.feature_dim)
+    node_input = NodeInput(config.node_input, num_nodes, config.embedding_dim, info.feature_dim,
+                           config.embedding_init, config.input_dropout)
     encoder = GNNEncoder(
         config.encoder, node_input.out_channels, config.hidden_channels,
         config.encoder_layers, config.dropout, config.activate_last_layer,
+        config.encoder_residual,
     )
     level_arguments = {
-        "node": {"predictor": config.predictor},
-        "edge": {"path_length": config.edge_path_length},
+        "node": lambda: {
+            "predictor": config.predictor, "predictor_hidden": config.predictor_hidden,
+            "predictor_layers": config.predictor_layers,
+            "predictor_dropout": config.predictor_dropout,
+        },
+        "edge": lambda: {
+            "predictor": build_edge_predictor(config, encoder.out_channels),
+            "target_edge_removal": config.target_edge_removal,
+        },
     }
     return ENCODER_LEVELS.get(config.encoder_level)(
-        node_input, encoder, predictor_hidden=config.predictor_hidden,
-        predictor_layers=config.predictor_layers, predictor_dropout=config.predictor_dropout,
-        **level_arguments[config.encoder_level],
-    )
+        node_input, encoder, **level_arguments[config.encoder_level]())
+
+
+def build_edge_predictor(config: PLNLPConfig, in_channels: int) -> nn.Module:
+    """The edge-level predictor ``config.predictor`` names (``mlp`` or
+    ``ncn``) over node vectors of size ``in_channels``."""
+    predictor_arguments = {
+        "mlp": {"num_layers": config.predictor_layers, "path_length": config.edge_path_length,
+                "counts": config.edge_counts is not False},
+        "ncn": {"xlin": config.ncn_xlin, "tail_activation": config.ncn_tail_activation,
+                "two_layer_output": config.ncn_two_layer_output, "beta": config.ncn_beta},
+    }
+    return EDGE_PREDICTORS.get(config.predictor)(
+        in_channels, config.predictor_hidden, dropout=config.predictor_dropout,
+        **predictor_arguments[config.predictor])
+
+
+def parameter_groups(model: nn.Module, config: PLNLPConfig) -> list[dict[str, object]]:
+    """The optimiser's parameter groups: the predictor's at
+    ``predictor_lr`` (NCN's ``--prelr``) and the rest at ``lr``, or one
+    group at ``lr`` when ``predictor_lr`` is unset."""
+    core = model.module if hasattr(model, "module") else model
+    if config.predictor_lr is None:
+        return [{"params": list(model.parameters()), "lr": config.lr}]
+    predictor = {id(p) for p in core.predictor.parameters()}
+    rest = [p for p in model.parameters() if id(p) not in predictor]
+    ours = [p for p in model.parameters() if id(p) in predictor]
+    return [{"params": rest, "lr": config.lr}, {"params": ours, "lr": config.predictor_lr}]
 
 
 def input_edges(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor, Tensor | None]:

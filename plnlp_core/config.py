@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from plnlp_core.datasets import DATASETS, DatasetInfo
 from plnlp_core.errors import PLNLPError
 from plnlp_core.losses import LOSSES, WEIGHTED_LOSSES
-from plnlp_core.nn import ENCODER_LEVELS, ENCODERS, NODE_INPUTS, PATH_LENGTHS, PREDICTORS
+from plnlp_core.nn import (
+    EDGE_PREDICTORS,
+    EMBEDDING_INITS,
+    ENCODER_LEVELS,
+    ENCODERS,
+    NODE_INPUTS,
+    PATH_LENGTHS,
+    PREDICTORS,
+)
 from plnlp_core.sampling import NEGATIVE_MODES, SAMPLERS, check_pool_size
 
 WALK_STARTS = ("all", "train_endpoints", "edge_endpoints")
@@ -28,13 +36,23 @@ class PLNLPConfig:
     encoder: str = "sage"
     node_input: str = "embedding"
     embedding_dim: int = 256
+    embedding_init: str = "xavier"
+    input_dropout: float = 0.0
     hidden_channels: int = 256
     encoder_layers: int = 2
     dropout: float = 0.0
     activate_last_layer: bool = False
-    # node or edge level (§4.1's ENE, the NCN form); edge_path_length: 2 or 3
+    encoder_residual: bool = False
+    # node or edge level (§4.1's ENE, the NCN form); the edge level's own settings
+    # (EDGE_LEVEL_SETTINGS) are refused at the node level, NCN's (NCN_SETTINGS) with predictor mlp
     encoder_level: str = "node"
+    target_edge_removal: bool = True
     edge_path_length: int = 2
+    edge_counts: bool | None = None  # None: on with predictor mlp, off with ncn
+    ncn_xlin: bool = False
+    ncn_tail_activation: bool = False
+    ncn_two_layer_output: bool = False
+    ncn_beta: float = 1.0
     # predictor (§4.2)
     predictor: str = "dot"
     predictor_hidden: int = 256
@@ -63,6 +81,7 @@ class PLNLPConfig:
     min_train_year: int | None = None
     # optimisation and evaluation
     lr: float = 0.001
+    predictor_lr: float | None = None  # None: lr
     lr_decay: str = "none"
     clip_grad_norm: float | None = None
     precision: str = "fp32"
@@ -110,13 +129,13 @@ class PLNLPConfig:
         (a user's own), else the registered dataset ``self.dataset``."""
         info = info or DATASETS.get(self.dataset)
         ENCODERS.get(self.encoder)
-        PREDICTORS.get(self.predictor)
         LOSSES.get(self.loss)
         SAMPLERS.get(self.sampler)
         for key, choices in (("node_input", NODE_INPUTS), ("walk_starts", WALK_STARTS),
                              ("walk_positives", WALK_POSITIVES), ("edge_margin", EDGE_MARGINS),
                              ("negatives", NEGATIVE_MODES), ("lr_decay", LR_DECAYS),
                              ("select_best", SELECT_BEST), ("precision", PRECISIONS),
+                             ("embedding_init", EMBEDDING_INITS),
                              ("encoder_level", tuple(ENCODER_LEVELS.names))):
             _check_choice(key, getattr(self, key), choices)
         for key in ("embedding_dim", "hidden_channels", "encoder_layers", "predictor_hidden",
@@ -125,10 +144,13 @@ class PLNLPConfig:
                     "checkpoint_every", "candidate_pool", "generator_dim"):
             if getattr(self, key) is not None and getattr(self, key) < 1:
                 raise PLNLPError(f"{key} must be at least 1, got {getattr(self, key)}.")
+        if self.predictor_lr is not None and self.predictor_lr <= 0:
+            raise PLNLPError(f"predictor_lr must be positive or null (lr), "
+                             f"got {self.predictor_lr}.")
         if self.clip_grad_norm is not None and self.clip_grad_norm <= 0:
             raise PLNLPError(f"clip_grad_norm must be positive or null (off), "
                              f"got {self.clip_grad_norm}.")
-        for key in ("dropout", "predictor_dropout"):
+        for key in ("dropout", "predictor_dropout", "input_dropout"):
             if not 0.0 <= getattr(self, key) < 1.0:
                 raise PLNLPError(f"{key} must be in [0, 1), got {getattr(self, key)}.")
         for key in ("lr", "l2", "generator_lr"):
@@ -151,16 +173,37 @@ class PLNLPConfig:
                 f"edge_path_length must be 2 (common neighbours) or 3 (also paths of length 3), "
                 f"got {self.edge_path_length}."
             )
-        if self.encoder_level == "node" and self.edge_path_length != 2:
+        if self.encoder_level == "node":
+            if self.predictor in EDGE_PREDICTORS and self.predictor not in PREDICTORS:
+                raise PLNLPError(
+                    f"predictor {self.predictor!r} reads the pair's common neighbours, which only "
+                    "encoder_level edge gives; set encoder_level=edge."
+                )
+            PREDICTORS.get(self.predictor)
+            self._refuse_changed(EDGE_LEVEL_SETTINGS, "encoder_level edge", "encoder_level=edge")
+            return
+        if self.predictor not in EDGE_PREDICTORS:
             raise PLNLPError(
-                "edge_path_length applies to encoder_level edge only; set encoder_level=edge or "
-                "leave edge_path_length at 2."
+                f"encoder_level edge scores pairs with an edge-level predictor, so predictor "
+                f"{self.predictor!r} cannot serve it; set predictor=mlp or ncn."
             )
-        if self.encoder_level == "edge" and self.predictor != "mlp":
+        if self.predictor == "mlp":
+            self._refuse_changed(NCN_SETTINGS, "predictor ncn", "predictor=ncn")
+        elif self.edge_counts or self.edge_path_length != 2:
             raise PLNLPError(
-                f"encoder_level edge feeds h_i * h_j and the common neighbours to an MLP, so "
-                f"predictor {self.predictor!r} cannot serve it; set predictor=mlp."
+                "edge_counts and edge_path_length 3 add count features to predictor mlp, and "
+                "predictor ncn has none; set predictor=mlp, or leave edge_counts unset and "
+                "edge_path_length at 2."
             )
+
+    def _refuse_changed(self, defaults: Mapping[str, object], scope: str, fix: str) -> None:
+        """Refuses the first of ``defaults`` (setting to default) that is
+        set otherwise: it applies to ``scope`` only."""
+        for key, default in defaults.items():
+            if getattr(self, key) != default:
+                shown = "null" if default is None else str(default).lower()
+                raise PLNLPError(f"{key} applies to {scope} only; set {fix} or leave {key} at "
+                                 f"{shown}.")
 
     def validate_graph(self, num_nodes: int) -> None:
         """Refuses settings the loaded graph cannot serve, before training."""
@@ -168,6 +211,14 @@ class PLNLPConfig:
             check_pool_size(self.candidate_pool, num_nodes)
 
     def _validate_against(self, info: DatasetInfo) -> None:
+        input_size = (self.embedding_dim * (self.node_input != "features")
+                      + info.feature_dim * (self.node_input != "embedding"))
+        if self.encoder == "sum" and input_size != self.hidden_channels:
+            raise PLNLPError(
+                f"encoder sum has no weights, so the node input's size ({input_size}) must equal "
+                f"hidden_channels ({self.hidden_channels}); set embedding_dim to "
+                f"{self.hidden_channels} with node_input=embedding."
+            )
         if self.node_input != "embedding" and info.feature_dim == 0:
             raise PLNLPError(
                 f"node_input {self.node_input!r} needs node features, and {info.ogb_name} has "
@@ -179,7 +230,8 @@ class PLNLPConfig:
                 f"graph) but {info.ogb_name} is directed; set force_symmetric_predictor=true to "
                 "use it anyway."
             )
-        predictor = PREDICTORS.get(self.predictor)
+        predictors = PREDICTORS if self.encoder_level == "node" else EDGE_PREDICTORS
+        predictor = predictors.get(self.predictor)
         if info.directed and predictor.symmetric and not self.force_symmetric_predictor:
             raise PLNLPError(
                 f"predictor {self.predictor!r} is symmetric but {info.ogb_name} is directed; use "
@@ -197,6 +249,17 @@ class PLNLPConfig:
                 f"min_train_year filters edges by year, and {info.ogb_name} has no edge years; "
                 "remove the setting."
             )
+
+
+EDGE_LEVEL_SETTINGS = {"target_edge_removal": True, "edge_path_length": 2, "edge_counts": None,
+                       "ncn_xlin": False, "ncn_tail_activation": False,
+                       "ncn_two_layer_output": False, "ncn_beta": 1.0}
+"""The edge level's settings and their defaults, which the node level refuses
+other values of."""
+
+NCN_SETTINGS = {key: EDGE_LEVEL_SETTINGS[key] for key in EDGE_LEVEL_SETTINGS
+                if key.startswith("ncn_")}
+"""The settings of ``predictor: ncn``, refused with ``predictor: mlp``."""
 
 
 def _check_choice(key: str, value: str, choices: tuple[str, ...]) -> None:

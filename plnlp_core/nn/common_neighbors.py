@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from plnlp_core.edge_set import EdgeSet
+from plnlp_core.nn.bit_rows import BitRows, dense_common_neighbor_sum
 
 MAX_CANDIDATES = 2**22
 """Membership tests per chunk: 4 M tests hold about 150 MB of indices."""
@@ -41,10 +42,17 @@ class AdjacencyLookup:
         keys = _rows(self.crow) * self.num_nodes + self.col
         self.edge_set = EdgeSet.from_sorted_keys(keys, self.num_nodes, undirected=True)
         self.keys, self.table = self.edge_set.keys, self.edge_set.table
+        self._bit_rows: BitRows | None = None
 
     def dense(self) -> Tensor:
         """The adjacency as a dense bool matrix ``[N, N]`` (the table's view)."""
         return self.table.view(self.num_nodes, self.num_nodes)
+
+    def bit_rows(self) -> BitRows:
+        """The dense table's rows packed into bits, made on first use."""
+        if self._bit_rows is None:
+            self._bit_rows = BitRows(self.dense())
+        return self._bit_rows
 
     def contains(self, u: Tensor, v: Tensor) -> Tensor:
         """A bool mask: which :math:`(u_t, v_t)` are edges."""
@@ -68,6 +76,7 @@ def remove_edges(lookup: AdjacencyLookup, pairs: Tensor) -> Tensor:
     adj, keys, n = lookup.adj, lookup.keys, lookup.num_nodes
     if keys.numel() == 0:
         return adj
+    pairs = pairs[lookup.contains(pairs[:, 0], pairs[:, 1])]  # one table lookup where dense
     query = torch.cat([pairs[:, 0] * n + pairs[:, 1], pairs[:, 1] * n + pairs[:, 0]])
     pos = torch.searchsorted(keys, query).clamp(max=keys.numel() - 1)
     keep = torch.ones_like(keys, dtype=torch.bool)
@@ -139,20 +148,20 @@ def common_neighbor_sum(lookup: AdjacencyLookup, h: Tensor, pairs: Tensor,
     sparse product :math:`\mathbf{S} \mathbf{H}`, where :math:`\mathbf{S}`
     (``[M, N]``, CSR) marks the common neighbours found by
     :func:`common_neighbor_index` (backward :math:`\mathbf{S}^\top
-    \mathbf{G}`); or, on small dense graphs such as ogbl-ddi (a quarter of
-    a pair's candidates are common neighbours there), as dense products
-    with the rows :math:`\mathbf{A}_i \odot \mathbf{A}_j` made chunk by
-    chunk and made again in the backward (:class:`_DenseCommonSum`). Both
-    run in fp32 (under bfloat16 autocast too).
+    \mathbf{G}`), in fp32; or, on small dense graphs such as ogbl-ddi (a
+    quarter of a pair's candidates are common neighbours there), as one
+    dense product per chunk of pairs from the graph's bit rows
+    (:func:`dense_common_neighbor_sum`), in bfloat16 under bfloat16
+    autocast (the 0/1 rows are exact; :math:`\mathbf{H}` and the sums are
+    rounded as autocast rounds a linear layer's) and in fp32 otherwise.
 
     Returns:
         :math:`\mathbf{C}`, shape ``[M, C]``, and :math:`n`, shape ``[M]``.
     """
+    dtype = torch.bfloat16 if _autocast_bfloat16(h.device) else torch.float32
     with torch.autocast(h.device.type, enabled=False):
         if dense_is_cheaper(lookup, pairs):
-            count = torch.empty(pairs.size(0), device=h.device)
-            total = _DenseCommonSum.apply(h.float(), lookup.dense(), pairs, count)
-            return total, count.long()
+            return dense_common_neighbor_sum(lookup.bit_rows(), h, pairs, dtype)
         rows, nodes = common_neighbor_index(lookup, pairs, max_candidates)
         m = pairs.size(0)
         count = torch.bincount(rows, minlength=m)
@@ -165,8 +174,9 @@ def common_neighbor_sum(lookup: AdjacencyLookup, h: Tensor, pairs: Tensor,
 DENSE_ROW_COST = 12
 r"""How many entries of a dense row :math:`\mathbf{A}_i \odot \mathbf{A}_j`
 cost as much as one membership test of the CSR walk: measured on ogbl-ddi
-(2 CPU cores, 64 channels), about 150 ns a test against 11 ns an entry
-(made, multiplied with :math:`\mathbf{H}`, made again in the backward)."""
+(2 CPU cores, 64 channels) before the rows were packed into bits, about
+150 ns a test against 11 ns an entry; the bit rows only made the dense
+way cheaper."""
 
 
 def dense_is_cheaper(lookup: AdjacencyLookup, pairs: Tensor) -> bool:
@@ -180,43 +190,9 @@ def dense_is_cheaper(lookup: AdjacencyLookup, pairs: Tensor) -> bool:
     return lookup.num_nodes < DENSE_ROW_COST * float(work.float().mean())
 
 
-class _DenseCommonSum(torch.autograd.Function):
-    """``(A[u] * A[v]) @ H`` in chunks of rows, which the backward makes again
-    instead of keeping them (``[M, N]`` floats would not fit)."""
-
-    ROWS_BYTES = 2**26  # 64 MiB of mask rows at a time
-
-    @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, h: Tensor, dense: Tensor,
-                pairs: Tensor, count: Tensor) -> Tensor:
-        ctx.save_for_backward(dense, pairs)
-        out = h.new_empty(pairs.size(0), h.size(1))
-        for index in _DenseCommonSum.chunks(dense, pairs):
-            mask = _DenseCommonSum.rows(dense, pairs[index])
-            out[index] = mask @ h
-            count[index] = mask.sum(1)
-        return out
-
-    @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx,
-                 grad: Tensor) -> tuple[Tensor, None, None, None]:
-        dense, pairs = ctx.saved_tensors
-        grad_h = grad.new_zeros(dense.size(0), grad.size(1))
-        for index in _DenseCommonSum.chunks(dense, pairs):
-            grad_h += _DenseCommonSum.rows(dense, pairs[index]).t() @ grad[index]
-        return grad_h, None, None, None
-
-    @staticmethod
-    def rows(dense: Tensor, pairs: Tensor) -> Tensor:
-        r""":math:`\mathbf{A}_i \odot \mathbf{A}_j` of each pair, fp32: a
-        logical and of bool rows (a quarter of the memory traffic of fp32)."""
-        return torch.logical_and(dense.index_select(0, pairs[:, 0]),
-                                 dense.index_select(0, pairs[:, 1])).float()
-
-    @staticmethod
-    def chunks(dense: Tensor, pairs: Tensor) -> list[slice]:
-        rows = max(_DenseCommonSum.ROWS_BYTES // (4 * dense.size(0)), 1)
-        return [slice(s, s + rows) for s in range(0, pairs.size(0), rows)]
+def _autocast_bfloat16(device: torch.device) -> bool:
+    return (torch.is_autocast_enabled(device.type)
+            and torch.get_autocast_dtype(device.type) == torch.bfloat16)
 
 
 def path3_counts(lookup: AdjacencyLookup, pairs: Tensor,

@@ -1,8 +1,7 @@
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from plnlp_core.nn.common_neighbors import AdjacencyLookup, remove_edges
-from plnlp_core.nn.edge_predictor import EdgeLevelPredictor
 from plnlp_core.nn.encoder import GNNEncoder
 from plnlp_core.nn.model import ENCODER_LEVELS, PLNLPModel
 from plnlp_core.nn.node_input import NodeInput
@@ -13,7 +12,8 @@ class EdgeLevelModel(PLNLPModel):
     r"""A link predictor with an edge-level neighborhood encoder (the paper's
     ENE, left to future work in §4.1; here the NCN form): the node encoder's
     vectors of :math:`i` and :math:`j` and of their common neighbours, and
-    counts of their joint neighborhood, fed to :class:`EdgeLevelPredictor`,
+    counts of their joint neighborhood, fed to an edge-level predictor
+    (:class:`EdgeLevelPredictor` or NCN's own, :class:`NCNPredictor`),
 
     .. math::
         s_{ij} = \mathrm{MLP}\Big(\mathbf{h}_i \odot \mathbf{h}_j \,\Big\|\,
@@ -28,7 +28,9 @@ class EdgeLevelModel(PLNLPModel):
     edges, as negatives never are. A step whose positives are more than
     :attr:`MAX_REMOVED` of the graph's edges is scored in groups, each on the
     graph without its own positives. In evaluation :math:`\tilde{A} = A`,
-    the whole input graph. Every distinct pair is still scored once.
+    the whole input graph. Every distinct pair is still scored once. With
+    ``target_edge_removal=False`` training scores every pair on :math:`A`
+    too (NCN's ``NoTLR`` ablation).
 
     A GCN encoder's normalised adjacency is not cached here: the graph
     changes at every step.
@@ -36,10 +38,10 @@ class EdgeLevelModel(PLNLPModel):
     Args:
         node_input (NodeInput): Builds :math:`\mathbf{h}^{(0)}`.
         encoder (GNNEncoder): The node-level encoder.
-        predictor_hidden (int): Hidden size of the MLP.
-        predictor_layers (int): Layers of the MLP.
-        predictor_dropout (float): Dropout of the MLP.
-        path_length (int): ``2`` or ``3``, see :class:`EdgeLevelPredictor`.
+        predictor (nn.Module): An edge-level predictor, called with the node
+            vectors, the pairs and the graph's :class:`AdjacencyLookup`.
+        target_edge_removal (bool): Score training pairs on the graph
+            without the step's positive edges. (default: ``True``)
 
     Shapes:
         - **input:** node features :math:`(N, F)` or ``None``, sparse CSR
@@ -51,16 +53,17 @@ class EdgeLevelModel(PLNLPModel):
     """The largest fraction of the graph's edges one training graph lacks:
     about what evaluation's graph lacks (the held-out edges)."""
 
-    def __init__(self, node_input: NodeInput, encoder: GNNEncoder, predictor_hidden: int,
-                 predictor_layers: int, predictor_dropout: float, path_length: int = 2) -> None:
+    def __init__(self, node_input: NodeInput, encoder: GNNEncoder, predictor: nn.Module,
+                 target_edge_removal: bool = True) -> None:
         super(PLNLPModel, self).__init__()  # nn.Module's: the predictor here is not PREDICTORS'
         self.node_input = node_input
         self.encoder = encoder
-        for conv in encoder.convs:
-            if getattr(conv, "cached", False):
-                conv.cached = False
-        self.predictor = EdgeLevelPredictor(encoder.out_channels, predictor_hidden,
-                                            predictor_layers, predictor_dropout, path_length)
+        self.target_edge_removal = target_edge_removal
+        if target_edge_removal:
+            for conv in encoder.convs:
+                if getattr(conv, "cached", False):
+                    conv.cached = False
+        self.predictor = predictor
         self._lookup: AdjacencyLookup | None = None
 
     def lookup(self, adj: Tensor) -> AdjacencyLookup:
@@ -80,7 +83,7 @@ class EdgeLevelModel(PLNLPModel):
         """Scores ``pairs``; in training, each group of them (see
         :meth:`removal_groups`) on the graph without its positive edges."""
         lookup = self.lookup(adj)
-        if not self.training:
+        if not (self.training and self.target_edge_removal):
             return self.predictor(self.encode(x, adj), pairs, lookup)
         groups = self.removal_groups(lookup, pairs)
         scores = []

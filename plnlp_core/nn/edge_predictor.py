@@ -3,10 +3,16 @@ from torch import Tensor, nn
 
 from plnlp_core.nn.common_neighbors import AdjacencyLookup, common_neighbor_sum, path3_counts
 from plnlp_core.nn.predictors.mlp import MLP
+from plnlp_core.registry import Registry
 
 PATH_LENGTHS = (2, 3)
 
+EDGE_PREDICTORS: Registry[type[nn.Module]] = Registry("edge-level predictor")
+"""``predictor`` at ``encoder_level: edge``: ``"mlp"`` (:class:`EdgeLevelPredictor`)
+or ``"ncn"`` (:class:`plnlp_core.nn.ncn_predictor.NCNPredictor`)."""
 
+
+@EDGE_PREDICTORS.register("mlp")
 class EdgeLevelPredictor(nn.Module):
     r"""The edge-level link predictor: an MLP over the pair's node vectors,
     its common neighbours' vectors (the NCN idea, Wang, Yang and Zhang
@@ -24,7 +30,9 @@ class EdgeLevelPredictor(nn.Module):
     of length 3 between :math:`i` and :math:`j` (only with
     ``path_length=3``; where common neighbours are rare, as in power grids,
     they carry the structure) and :math:`d` are degrees, all in the graph
-    the pair is scored on. Every term is symmetric in :math:`i, j`.
+    the pair is scored on; ``counts=False`` leaves :math:`\boldsymbol{\phi}`
+    out (it hands the MLP the common-neighbour heuristic itself). Every
+    term is symmetric in :math:`i, j`.
 
     Args:
         in_channels (int): Size of the node vectors :math:`C`.
@@ -33,6 +41,7 @@ class EdgeLevelPredictor(nn.Module):
         dropout (float): Dropout between layers. (default: ``0.0``)
         path_length (int): ``2`` (common neighbours) or ``3`` (also paths
             of length 3). (default: ``2``)
+        counts (bool): Feed :math:`\boldsymbol{\phi}`. (default: ``True``)
 
     Shapes:
         - **input:** node vectors :math:`(N, C)`, pairs :math:`(M, 2)`, the
@@ -43,11 +52,11 @@ class EdgeLevelPredictor(nn.Module):
     symmetric = True
 
     def __init__(self, in_channels: int, hidden_channels: int, num_layers: int,
-                 dropout: float = 0.0, path_length: int = 2) -> None:
+                 dropout: float = 0.0, path_length: int = 2, counts: bool = True) -> None:
         super().__init__()
         self.in_channels = in_channels
         self.path_length = path_length
-        self.num_counts = 4 if path_length == 3 else 3
+        self.num_counts = (4 if path_length == 3 else 3) if counts else 0
         self.mlp = MLP(2 * in_channels + self.num_counts, hidden_channels, 1, num_layers, dropout)
         self.reset_parameters()
 
@@ -67,11 +76,13 @@ class EdgeLevelPredictor(nn.Module):
     def forward(self, h: Tensor, pairs: Tensor, lookup: AdjacencyLookup) -> Tensor:
         aggregate, common = common_neighbor_sum(lookup, h, pairs)
         hadamard = h.index_select(0, pairs[:, 0]) * h.index_select(0, pairs[:, 1])
-        features = torch.cat([hadamard, aggregate.to(hadamard.dtype),
-                              self.counts(lookup, pairs, common).to(hadamard.dtype)], dim=1)
-        return self.mlp(features).squeeze(-1)
+        features = [hadamard, aggregate.to(hadamard.dtype)]
+        if self.num_counts:
+            features.append(self.counts(lookup, pairs, common).to(hadamard.dtype))
+        return self.mlp(torch.cat(features, dim=1)).squeeze(-1)
 
     def __repr__(self) -> str:
-        return f"EdgeLevelPredictor({self.mlp}, path_length={self.path_length})"
+        return (f"EdgeLevelPredictor({self.mlp}, path_length={self.path_length}, "
+                f"counts={self.num_counts > 0})")
 
 

@@ -6,6 +6,7 @@ from torch_geometric.nn import GATConv, GCNConv
 
 from plnlp_core.nn.mean_aggregation import SymmetricSAGEConv
 from plnlp_core.nn.relu_dropout import relu_dropout
+from plnlp_core.nn.sum_aggregation import SumAggregation
 from plnlp_core.registry import Registry
 
 ENCODERS: Registry[type[nn.Module] | None] = Registry("encoder")
@@ -13,6 +14,7 @@ ENCODERS.register("sage")(SymmetricSAGEConv)
 # The adjacency never changes within a model's life: GCN normalises it once.
 ENCODERS.register("gcn")(functools.partial(GCNConv, cached=True))
 ENCODERS.register("gat")(GATConv)
+ENCODERS.register("sum")(SumAggregation)
 ENCODERS.register("none")(None)
 
 
@@ -26,19 +28,25 @@ class GNNEncoder(nn.Module):
         \right)\right),
 
     with ReLU and dropout between layers, and after the last layer too when
-    ``activate_last_layer`` (the authors' one-layer encoder does so). The
-    ``"none"`` encoder returns its input, which makes the model matrix
-    factorisation over the node input.
+    ``activate_last_layer`` (the authors' one-layer encoder does so). With
+    ``residual`` each layer whose input and output sizes agree adds its
+    input, :math:`\mathbf{h}^{(l)} = \mathbf{h}^{(l-1)} + \sigma(\ldots)`
+    (NCN's ``--res``). The ``"none"`` encoder returns its input, which
+    makes the model matrix factorisation over the node input.
 
     Args:
         name (str): ``"sage"`` (mean aggregation), ``"gcn"`` (symmetric
-            normalisation with self-loops), ``"gat"`` or ``"none"``.
+            normalisation with self-loops), ``"gat"``, ``"sum"`` (sum
+            aggregation without weights, :class:`SumAggregation`) or
+            ``"none"``.
         in_channels (int): Size of the node input.
         hidden_channels (int): Size of every layer's output.
         num_layers (int): Number of layers.
         dropout (float): Dropout between layers. (default: ``0.0``)
         activate_last_layer (bool): ReLU and dropout after the last layer
             as well. (default: ``False``)
+        residual (bool): Add each layer's input to its output. (default:
+            ``False``)
 
     Shapes:
         - **input:** node input :math:`(N, F)`, adjacency :math:`(N, N)`
@@ -48,12 +56,13 @@ class GNNEncoder(nn.Module):
 
     def __init__(
         self, name: str, in_channels: int, hidden_channels: int, num_layers: int,
-        dropout: float = 0.0, activate_last_layer: bool = False,
+        dropout: float = 0.0, activate_last_layer: bool = False, residual: bool = False,
     ) -> None:
         super().__init__()
         self.name = name
         self.dropout = dropout
         self.activate_last_layer = activate_last_layer
+        self.residual = residual
         conv = ENCODERS.get(name)
         self.convs = nn.ModuleList()
         if conv is not None:
@@ -67,12 +76,12 @@ class GNNEncoder(nn.Module):
             conv.reset_parameters()
 
     def forward(self, x: Tensor, adj: Tensor) -> Tensor:
+        last = len(self.convs) - 1
         for i, conv in enumerate(self.convs):
-            if i > 0:
-                x = self._activate(x)
-            x = self._convolve(conv, x, adj)
-        if self.activate_last_layer and self.convs:
-            x = self._activate(x)
+            out = self._convolve(conv, x, adj)
+            if i < last or self.activate_last_layer:
+                out = self._activate(out)
+            x = x + out if self.residual and out.shape == x.shape else out
         return x
 
     @staticmethod
@@ -91,4 +100,4 @@ class GNNEncoder(nn.Module):
     def __repr__(self) -> str:
         return (f"GNNEncoder({self.name}, layers={len(self.convs)}, "
                 f"out_channels={self.out_channels}, "
-                f"activate_last_layer={self.activate_last_layer})")
+                f"activate_last_layer={self.activate_last_layer}, residual={self.residual})")

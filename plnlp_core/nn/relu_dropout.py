@@ -39,3 +39,18 @@ def relu_dropout(x: Tensor, p: float, training: bool) -> Tensor:
     if not training or p == 0.0:
         return x.relu()
     return _ReLUDropout.apply(x, p)
+
+
+class ReLUDropout(torch.nn.Module):
+    """:func:`relu_dropout` as a module: ``nn.Dropout(p)`` then ``nn.ReLU()``
+    (the two commute) in one pass."""
+
+    def __init__(self, p: float = 0.0) -> None:
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        return relu_dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"

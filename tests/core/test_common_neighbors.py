@@ -11,9 +11,11 @@ from plnlp_core.evaluation import evaluate
 from plnlp_core.fitting import fit
 from plnlp_core.graph import build_adjacency
 from plnlp_core.nn import EdgeLevelModel
+from plnlp_core.nn.bit_rows import BitRows, dense_common_neighbor_sum
 from plnlp_core.nn.common_neighbors import (
     AdjacencyLookup,
     common_neighbor_sum,
+    dense_is_cheaper,
     path3_counts,
     remove_edges,
 )
@@ -188,8 +190,25 @@ def test_edge_level_fit_on_the_ddi_standin_lowers_the_loss_and_evaluates(ddi_sta
 
 @pytest.mark.parametrize("changes,sentence", [
     (dict(encoder_level="edge", predictor="dot"),
-     "encoder_level edge feeds h_i * h_j and the common neighbours to an MLP, so predictor "
-     "'dot' cannot serve it; set predictor=mlp."),
+     "encoder_level edge scores pairs with an edge-level predictor, so predictor 'dot' cannot "
+     "serve it; set predictor=mlp or ncn."),
+    (dict(predictor="ncn"),
+     "predictor 'ncn' reads the pair's common neighbours, which only encoder_level edge gives; "
+     "set encoder_level=edge."),
+    (dict(target_edge_removal=False),
+     "target_edge_removal applies to encoder_level edge only; set encoder_level=edge or leave "
+     "target_edge_removal at true."),
+    (dict(predictor="mlp", edge_counts=False),
+     "edge_counts applies to encoder_level edge only; set encoder_level=edge or leave "
+     "edge_counts at null."),
+    (dict(encoder_level="edge", predictor="mlp", ncn_xlin=True),
+     "ncn_xlin applies to predictor ncn only; set predictor=ncn or leave ncn_xlin at false."),
+    (dict(encoder_level="edge", predictor="ncn", edge_counts=True),
+     "edge_counts and edge_path_length 3 add count features to predictor mlp, and predictor ncn "
+     "has none; set predictor=mlp, or leave edge_counts unset and edge_path_length at 2."),
+    (dict(encoder="sum", embedding_dim=32, hidden_channels=64),
+     "encoder sum has no weights, so the node input's size (32) must equal hidden_channels (64); "
+     "set embedding_dim to 64 with node_input=embedding."),
     (dict(encoder_level="edge", predictor="mlp", edge_path_length=4),
      "edge_path_length must be 2 (common neighbours) or 3 (also paths of length 3), got 4."),
     (dict(edge_path_length=3),
@@ -256,3 +275,44 @@ def test_the_edge_level_trains_with_every_loss_sampler_negative_mode_and_walks(
     result = fit(model, config, split, build_training_graph(split, config, walks))
     assert all(torch.isfinite(torch.tensor(e.train_loss)) for e in result.history)
     assert 0.0 <= result.best_metrics["test_hits_20"] <= 1.0
+
+
+@pytest.mark.parametrize("memory_share", [0.0, 0.25])
+def test_the_bit_rows_product_equals_the_dense_reference_kept_or_made_again(
+        memory_share, monkeypatch):
+    """With no memory to spare each row is a chunk made again in the
+    backward; with memory the chunks are kept: both give the reference."""
+    monkeypatch.setattr("plnlp_core.nn.bit_rows.MASK_MEMORY_SHARE", memory_share)
+    edges = random_graph(37, 250, 7)  # 37 nodes: the last byte of a row is part padding
+    adj, _ = build_adjacency(edges, 37)
+    pairs = some_pairs(edges, 37, 7)
+    h = torch.randn(37, 6, requires_grad=True)
+    total, count = dense_common_neighbor_sum(BitRows(AdjacencyLookup(adj).dense()), h, pairs)
+    mask = dense(edges, 37)[pairs[:, 0]] * dense(edges, 37)[pairs[:, 1]]
+    torch.testing.assert_close(total, mask @ h)
+    torch.testing.assert_close(count, mask.sum(1).long())
+    weights = torch.randn(total.shape)
+    grad, = torch.autograd.grad((total * weights).sum(), h)
+    torch.testing.assert_close(grad, mask.t() @ weights)
+
+
+def test_under_bfloat16_autocast_the_dense_product_runs_in_bfloat16_with_exact_rows():
+    """The 0/1 rows are exact in bfloat16: on integer vectors the sums are
+    exact below 256; fp32 outside autocast."""
+    edges = random_graph(60, 900, 8)
+    adj, _ = build_adjacency(edges, 60)
+    lookup = AdjacencyLookup(adj)
+    pairs = some_pairs(edges, 60, 8)
+    h = torch.randint(-3, 4, (60, 4)).float()
+    mask = dense(edges, 60)[pairs[:, 0]] * dense(edges, 60)[pairs[:, 1]]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert dense_is_cheaper(lookup, pairs)
+        total, count = common_neighbor_sum(lookup, h, pairs)
+    assert total.dtype == torch.float32
+    torch.testing.assert_close(total, mask @ h, rtol=0, atol=0)
+    torch.testing.assert_close(count, mask.sum(1).long())
+    h = torch.rand(60, 4) + 1.0  # not representable in bfloat16: rounded, about 2**-8
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        total, _ = common_neighbor_sum(lookup, h, pairs)
+    assert not torch.equal(total, mask @ h)
+    torch.testing.assert_close(total, mask @ h, rtol=2**-7, atol=0)

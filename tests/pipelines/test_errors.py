@@ -115,9 +115,11 @@ ENTRIES: dict[str, Entry] = {
                                            "edge weights, and ogbl-ddi has none"),
     "years-missing": settings("min_train_year filters edges by year, and ogbl-ddi has no edge "
                               "years; remove the setting."),
-    "edge-level-predictor": settings("encoder_level edge feeds h_i * h_j and the common "
-                                     "neighbours to an MLP, so predictor 'dot' cannot serve it; "
-                                     "set predictor=mlp."),
+    "edge-level-predictor": settings("encoder_level edge scores pairs with an edge-level "
+                                     "predictor, so predictor 'dot' cannot serve it; set "
+                                     "predictor=mlp or ncn."),
+    "ncn-at-node-level": settings("predictor 'ncn' reads the pair's common neighbours, which "
+                                  "only encoder_level edge gives; set encoder_level=edge."),
     "edge-level-directed": settings("encoder_level edge is symmetric in i and j (common "
                                     "neighbours in the undirected graph) but ogbl-citation2 is "
                                     "directed; set force_symmetric_predictor=true"),
@@ -126,6 +128,15 @@ ENTRIES: dict[str, Entry] = {
     "edge-path-without-edge-level": settings("edge_path_length applies to encoder_level edge "
                                              "only; set encoder_level=edge or leave "
                                              "edge_path_length at 2."),
+    "edge-setting-at-node-level": settings("target_edge_removal applies to encoder_level edge "
+                                           "only; set encoder_level=edge or leave "
+                                           "target_edge_removal at true."),
+    "ncn-setting-with-mlp": settings("ncn_beta applies to predictor ncn only; set "
+                                     "predictor=ncn or leave ncn_beta at 1.0."),
+    "counts-with-ncn": settings("edge_counts and edge_path_length 3 add count features to "
+                                "predictor mlp, and predictor ncn has none"),
+    "sum-encoder-size": settings("encoder sum has no weights, so the node input's size (512) "
+                                 "must equal hidden_channels (64)"),
     "file-unreadable": settings("; give a readable YAML file."),
     "file-not-mapping": settings("must be a YAML mapping, got list."),
     "config-other-dataset": settings("the config names dataset 'collab' but --dataset is 'ddi'; "
@@ -407,6 +418,15 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
                                    "--set", "edge_path_length=4"],
     "edge-path-without-edge-level": lambda _: ["--dataset", "ddi", "--set",
                                                "edge_path_length=3"],
+    "ncn-at-node-level": lambda _: ["--dataset", "ddi", "--set", "predictor=ncn"],
+    "edge-setting-at-node-level": lambda _: ["--dataset", "ddi", "--set",
+                                             "target_edge_removal=false"],
+    "ncn-setting-with-mlp": lambda _: ["--dataset", "ddi", "--set", "encoder_level=edge",
+                                       "--set", "predictor=mlp", "--set", "ncn_beta=2"],
+    "counts-with-ncn": lambda _: ["--dataset", "ddi", "--set", "encoder_level=edge",
+                                  "--set", "predictor=ncn", "--set", "edge_counts=true"],
+    "sum-encoder-size": lambda _: ["--dataset", "ddi", "--set", "encoder=sum",
+                                   "--set", "hidden_channels=64"],
     "file-unreadable": lambda tmp: ["--dataset", "ddi", "--config", str(tmp / "missing.yaml")],
     "file-not-mapping": lambda tmp: ["--dataset", "ddi", "--config",
                                      str(write(tmp / "list.yaml", "- lr\n- 0.1\n"))],

@@ -43,3 +43,37 @@ def test_preset_resolves_to_its_table(dataset, preset):
     assert set(settings) <= set(table), f"not in the table: {set(settings) - set(table)}"
     for key, value in table.items():
         assert getattr(config, key) == value, f"{dataset} {preset}: {key}"
+
+
+NCN_COMMANDS = {  # NCN's published flags (GraphPKU/NeuralCommonNeighbor README), as settings
+    "ddi": {"encoder": "sum", "hidden_channels": 224, "encoder_layers": 1,
+            "encoder_residual": True, "input_dropout": 0.4, "predictor_dropout": 0.6,
+            "ncn_xlin": True, "ncn_two_layer_output": True, "ncn_tail_activation": False,
+            "lr": 0.0021, "predictor_lr": 0.0018, "batch_size": 24576, "epochs": 100,
+            "target_edge_removal": True},
+    "collab": {"encoder": "gcn", "hidden_channels": 64, "encoder_layers": 1,
+               "encoder_residual": True, "predictor_dropout": 0.3, "ncn_xlin": True,
+               "ncn_tail_activation": True, "lr": 0.0082, "predictor_lr": 0.0037,
+               "batch_size": 65536, "epochs": 100, "valid_as_input": True},
+    "ppa": {"encoder": "gcn", "hidden_channels": 64, "encoder_layers": 3,
+            "encoder_residual": True, "predictor_dropout": 0.1, "ncn_xlin": False,
+            "ncn_tail_activation": True, "lr": 0.0013, "predictor_lr": 0.0013,
+            "batch_size": 16384, "epochs": 25},
+    "citation2": {"hidden_channels": 64, "encoder_layers": 3, "encoder_residual": True,
+                  "input_dropout": 0.2, "predictor_dropout": 0.2, "ncn_xlin": True,
+                  "ncn_tail_activation": True, "lr": 0.0088, "predictor_lr": 0.0058,
+                  "batch_size": 32768, "epochs": 20, "target_edge_removal": False},
+}
+
+
+@pytest.mark.parametrize("dataset", sorted(NCN_COMMANDS))
+def test_each_ene_preset_is_ncns_published_command_with_plnlp_losses_selectable(dataset):
+    settings = load_preset(dataset, "ene")
+    config = PLNLPConfig.from_mapping({"dataset": dataset, **settings})
+    config.validate()
+    assert (config.encoder_level, config.predictor, config.loss, config.num_neg) == (
+        "edge", "ncn", "ce", 1)
+    for key, value in NCN_COMMANDS[dataset].items():
+        assert getattr(config, key) == value, f"{dataset} ene: {key}"
+    for loss in ("auc", "hinge_auc", "log_rank"):
+        config.replace(loss=loss, num_neg=3).validate()

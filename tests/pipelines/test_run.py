@@ -69,11 +69,11 @@ def test_model_guided_samplers_train_through_the_pipeline_and_log_the_score_gap(
 def test_the_edge_level_ene_preset_trains_and_evaluates_through_the_pipeline(
     ray_session, mlflow_store, standin_root,
 ):
-    argv = ["--dataset", "ddi", "--preset", "ene", "--data-root", str(standin_root),
-            "--experiment", "ene", *STANDIN]
+    argv = ["--dataset", "ddi", "--preset", "ene", "--yes", "--data-root", str(standin_root),
+            "--experiment", "ene", *STANDIN]  # NCN's ddi command, at the stand-in's sizes
     assert main(argv) == 0
     client, run, _ = only_run(mlflow_store, "ene")
-    assert run.data.params["encoder_level"] == "edge"
+    assert (run.data.params["encoder_level"], run.data.params["predictor"]) == ("edge", "ncn")
     assert [m.step for m in client.get_metric_history(run.info.run_id, "valid_hits_20")] == [
         1, 2, 3]
     assert 0.0 <= run.data.metrics["final_test_hits_20"] <= 1.0

@@ -1,0 +1,137 @@
+r"""The common neighbours of pairs on a small dense graph (ogbl-ddi) as one
+dense product per chunk of pairs,
+
+.. math::
+    \mathbf{c}_{ij} = \sum_{k \in N(i) \cap N(j)} \mathbf{h}_k
+    = (\mathbf{A}_i \odot \mathbf{A}_j)\, \mathbf{H},
+
+with the adjacency's rows packed 8 nodes a byte (:class:`BitRows`): the
+rows :math:`\mathbf{A}_i \odot \mathbf{A}_j` of a chunk are one ``&`` of
+packed bytes and one table lookup from bytes to 0/1 entries, and the
+chunk is as large, and kept for the backward pass when, the free memory
+allows (:func:`mask_budget`).
+"""
+import os
+
+import torch
+from torch import Tensor
+
+MASK_MEMORY_SHARE = 0.25
+"""The share of the free memory the rows :math:`\\mathbf{A}_i \\odot
+\\mathbf{A}_j` of one step may hold."""
+
+CHUNK_BYTES = 2**28
+"""The most bytes of rows made at a time (256 MiB): larger chunks gain
+nothing once the product runs at its peak."""
+
+
+class BitRows:
+    r"""The rows of a symmetric 0/1 adjacency, 8 nodes a byte: byte
+    :math:`w` of row :math:`i` holds :math:`A_{i,8w+b}` in bit :math:`b`.
+
+    Args:
+        dense (Tensor): The adjacency, bool, shape ``[N, N]``.
+    """
+
+    def __init__(self, dense: Tensor) -> None:
+        self.num_nodes = dense.size(0)
+        self.width = -(-self.num_nodes // 8)
+        padded = dense.new_zeros(self.num_nodes, 8 * self.width)
+        padded[:, : self.num_nodes] = dense
+        shifts = torch.arange(8, dtype=torch.uint8, device=dense.device)
+        self.bits = (padded.view(self.num_nodes, self.width, 8).to(torch.uint8) << shifts).sum(
+            -1, dtype=torch.uint8)
+
+    def common(self, pairs: Tensor) -> Tensor:
+        r"""The packed bytes of :math:`\mathbf{A}_i \odot \mathbf{A}_j`,
+        shape ``[M, W]``."""
+        return self.bits.index_select(0, pairs[:, 0]) & self.bits.index_select(0, pairs[:, 1])
+
+    def unpack(self, packed: Tensor, dtype: torch.dtype) -> Tensor:
+        """Packed rows as 0/1 entries of ``dtype``, shape ``[M, 8W]`` (the
+        columns past :math:`N` are 0)."""
+        table = _unpack_table(dtype, packed.device)
+        return table.index_select(0, packed.view(-1).int()).view(packed.size(0), -1)
+
+
+
+def _unpack_table(dtype: torch.dtype, device: torch.device) -> Tensor:
+    """Row ``b``: the 8 bits of byte ``b`` as 0/1 of ``dtype``."""
+    byte = torch.arange(256, device=device).unsqueeze(1)
+    return ((byte >> torch.arange(8, device=device)) & 1).to(dtype)
+
+
+def mask_budget(device: torch.device) -> int:
+    """Bytes the rows of one step may hold: :data:`MASK_MEMORY_SHARE` of
+    the device's free memory (the free physical memory on CPUs)."""
+    if device.type == "cuda":
+        free = torch.cuda.mem_get_info(device)[0]
+    else:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return int(MASK_MEMORY_SHARE * free)
+
+
+def dense_common_neighbor_sum(rows: BitRows, h: Tensor, pairs: Tensor,
+                              dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]:
+    r""":math:`(\mathbf{A}_i \odot \mathbf{A}_j) \mathbf{H}` of every pair,
+    fp32, and :math:`n_{ij} = |N(i) \cap N(j)|`, the products in ``dtype``
+    (bfloat16 under bfloat16 autocast: the 0/1 rows are exact). The counts
+    come out of the same product, as a column of ones appended to
+    :math:`\mathbf{H}` (rounded as the sums are in bfloat16).
+
+    Shapes:
+        - **input:** :math:`\mathbf{H}` :math:`(N, C)`, pairs :math:`(M, 2)`
+        - **output:** :math:`(M, C)`, :math:`(M)`
+    """
+    count = torch.empty(pairs.size(0), dtype=torch.long, device=pairs.device)
+    total = _CommonNeighborProduct.apply(h, rows, pairs, dtype, count)
+    return total, count
+
+
+class _CommonNeighborProduct(torch.autograd.Function):
+    """Forward :math:`\\mathbf{M} \\mathbf{H}` chunk by chunk; backward
+    :math:`\\mathbf{M}^\\top \\mathbf{G}` from the kept chunks of
+    :math:`\\mathbf{M}` when they fit :func:`mask_budget`, else from chunks
+    made again."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, h: Tensor, rows: BitRows,
+                pairs: Tensor, dtype: torch.dtype, count: Tensor) -> Tensor:
+        row_bytes = 8 * rows.width * torch.finfo(dtype).bits // 8
+        budget = mask_budget(h.device)
+        keep = ctx.needs_input_grad[0] and pairs.size(0) * row_bytes <= budget
+        step = max(min(CHUNK_BYTES, budget) // row_bytes, 1)
+        weights = _padded(h, rows, dtype)
+        out = h.new_empty(pairs.size(0), h.size(1), dtype=torch.float32)
+        kept = []
+        for start in range(0, pairs.size(0), step):
+            mask = rows.unpack(rows.common(pairs[start:start + step]), dtype)
+            product = mask @ weights
+            out[start:start + step] = product[:, :-1]
+            count[start:start + step] = product[:, -1].round().long()
+            if keep:
+                kept.append(mask)
+        ctx.rows, ctx.dtype, ctx.step, ctx.kept = rows, dtype, step, kept
+        ctx.save_for_backward(pairs)
+        return out
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx,
+                 grad: Tensor) -> tuple[Tensor, None, None, None, None]:
+        pairs, = ctx.saved_tensors
+        rows, step = ctx.rows, ctx.step
+        grad_h = grad.new_zeros(8 * rows.width, grad.size(1), dtype=torch.float32)
+        for index, start in enumerate(range(0, pairs.size(0), step)):
+            mask = ctx.kept[index] if ctx.kept else rows.unpack(
+                rows.common(pairs[start:start + step]), ctx.dtype)
+            grad_h += mask.t() @ grad[start:start + step].to(ctx.dtype)
+        ctx.kept = []
+        return grad_h[: rows.num_nodes], None, None, None, None
+
+
+def _padded(h: Tensor, rows: BitRows, dtype: torch.dtype) -> Tensor:
+    """``[H | 1]`` in ``dtype``, with zero rows up to :math:`8W`."""
+    weights = h.new_zeros(8 * rows.width, h.size(1) + 1, dtype=dtype)
+    weights[: rows.num_nodes, :-1] = h
+    weights[: rows.num_nodes, -1] = 1
+    return weights

@@ -1,0 +1,97 @@
+import torch
+from torch import Tensor, nn
+
+from plnlp_core.nn.common_neighbors import AdjacencyLookup, common_neighbor_sum
+from plnlp_core.nn.edge_predictor import EDGE_PREDICTORS
+from plnlp_core.nn.relu_dropout import ReLUDropout
+
+
+def _layers(*modules: nn.Module | None) -> nn.Sequential:
+    return nn.Sequential(*(m for m in modules if m is not None))
+
+
+@EDGE_PREDICTORS.register("ncn")
+class NCNPredictor(nn.Module):
+    r"""The Neural Common Neighbor predictor (Wang, Yang and Zhang 2023,
+    "Neural Common Neighbor with Completion for Link Prediction"; the
+    authors' ``CNLinkPredictor`` with ``--lnnn``),
+
+    .. math::
+        s_{ij} = \mathrm{lin}\Big(\beta \cdot \mathrm{cn}\Big(
+        \sum_{k \in N(i) \cap N(j)} \mathbf{x}'_k\Big)
+        + \mathrm{ij}\big(\mathbf{h}_i \odot \mathbf{h}_j\big)\Big), \qquad
+        \mathbf{x}' = \mathbf{h} + \mathrm{xlin}(\mathbf{h}),
+
+    with a learnable scalar :math:`\beta` and, writing :math:`L` for a
+    linear layer, :math:`\mathrm{LN}` for LayerNorm and :math:`\sigma` for
+    dropout then ReLU (one fused pass, :class:`ReLUDropout`),
+
+    .. math::
+        \mathrm{cn} = L \circ \sigma \circ \mathrm{LN} \circ L \circ
+        \sigma \circ L, \quad
+        \mathrm{ij} = L \circ \sigma \circ \mathrm{LN} \circ L, \quad
+        \mathrm{lin} = L \circ \sigma \circ \mathrm{LN} \circ L, \quad
+        \mathrm{xlin} = \sigma \circ \mathrm{LN} \circ L \circ \sigma
+        \circ L.
+
+    ``tail_activation`` drops the last :math:`L` of ``cn`` and ``ij``
+    (they end in :math:`\sigma` then); ``two_layer_output`` puts one more
+    :math:`\sigma \circ \mathrm{LN} \circ L` in ``lin``; without ``xlin``,
+    :math:`\mathbf{x}' = \mathbf{h}`. Symmetric in :math:`i, j`.
+
+    Args:
+        in_channels (int): Size of the node vectors :math:`C`.
+        hidden_channels (int): Size of every hidden layer.
+        dropout (float): Dropout in every branch. (default: ``0.0``)
+        xlin (bool): Use :math:`\mathrm{xlin}`. (default: ``False``)
+        tail_activation (bool): See above. (default: ``False``)
+        two_layer_output (bool): See above. (default: ``False``)
+        beta (float): The initial :math:`\beta`. (default: ``1.0``)
+
+    Shapes:
+        - **input:** node vectors :math:`(N, C)`, pairs :math:`(M, 2)`, the
+          graph's :class:`AdjacencyLookup`
+        - **output:** :math:`(M)`
+    """
+
+    symmetric = True
+
+    def __init__(self, in_channels: int, hidden_channels: int, dropout: float = 0.0,
+                 xlin: bool = False, tail_activation: bool = False,
+                 two_layer_output: bool = False, beta: float = 1.0) -> None:
+        super().__init__()
+        c, d, p = in_channels, hidden_channels, dropout
+        self.initial_beta = beta
+        self.beta = nn.Parameter(torch.empty(1))
+        self.xlin = _layers(nn.Linear(c, d), ReLUDropout(p), nn.Linear(d, c),
+                            nn.LayerNorm(c), ReLUDropout(p)) if xlin else None
+        tail = None if tail_activation else nn.Linear(d, d)
+        self.cn = _layers(nn.Linear(c, d), ReLUDropout(p), nn.Linear(d, d),
+                          nn.LayerNorm(d), ReLUDropout(p), tail)
+        tail = None if tail_activation else nn.Linear(d, d)
+        self.ij = _layers(nn.Linear(c, d), nn.LayerNorm(d), ReLUDropout(p), tail)
+        self.lin = _layers(*hidden_layer(d, p), *(hidden_layer(d, p) if two_layer_output else ()),
+                           nn.Linear(d, 1))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.constant_(self.beta, self.initial_beta)
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.LayerNorm)):
+                module.reset_parameters()
+
+    def forward(self, h: Tensor, pairs: Tensor, lookup: AdjacencyLookup) -> Tensor:
+        hadamard = h.index_select(0, pairs[:, 0]) * h.index_select(0, pairs[:, 1])
+        x = h if self.xlin is None else h + self.xlin(h)
+        common, _ = common_neighbor_sum(lookup, x, pairs)
+        combined = self.cn(common.to(hadamard.dtype)) * self.beta + self.ij(hadamard)
+        return self.lin(combined).squeeze(-1)
+
+    def __repr__(self) -> str:
+        return f"NCNPredictor(xlin={self.xlin is not None}, beta={float(self.beta):.3g})"
+
+
+def hidden_layer(channels: int, dropout: float) -> list[nn.Module]:
+    r""":math:`\sigma \circ \mathrm{LN} \circ L`, ``channels`` to ``channels``."""
+    return [nn.Linear(channels, channels), nn.LayerNorm(channels), ReLUDropout(dropout)]
+

@@ -1,0 +1,162 @@
+"""NCN's options at the edge level, each against a small dense reference:
+the predictor, the weight-free sum encoder with its residual, orthogonal
+embeddings, input dropout, the predictor's learning rate, target-edge
+removal off and the count features off."""
+import pytest
+import torch
+
+from plnlp_core.assembly import build_model, build_training_graph, parameter_groups
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import DATASETS
+from plnlp_core.fitting import fit
+from plnlp_core.graph import build_adjacency
+from plnlp_core.nn import EdgeLevelPredictor, GNNEncoder, NCNPredictor, NodeInput
+from plnlp_core.nn.common_neighbors import AdjacencyLookup
+from plnlp_core.nn.relu_dropout import ReLUDropout
+from tests.core.test_common_neighbors import dense, random_graph, some_pairs
+
+NUM_NODES = 30
+
+
+@pytest.fixture
+def graph() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Edges, their CSR adjacency and some pairs (half edges, half random)."""
+    edges = random_graph(NUM_NODES, 160, 11)
+    adj, _ = build_adjacency(edges, NUM_NODES)
+    return edges, adj, some_pairs(edges, NUM_NODES, 11)
+
+
+@pytest.mark.parametrize("xlin,tail_activation,two_layer_output",
+                         [(False, False, False), (True, True, True), (True, False, True)])
+def test_ncn_scores_lin_of_beta_cn_of_the_dense_common_sum_plus_ij(
+        graph, xlin, tail_activation, two_layer_output):
+    edges, adj, pairs = graph
+    torch.manual_seed(0)
+    predictor = NCNPredictor(8, 16, 0.5, xlin, tail_activation, two_layer_output, beta=0.7).eval()
+    with torch.no_grad():
+        predictor.beta.fill_(-1.3)  # a learnt beta, not its start
+    h = torch.randn(NUM_NODES, 8)
+    a = dense(edges, NUM_NODES)
+    x = h + predictor.xlin(h) if xlin else h
+    common = (a[pairs[:, 0]] * a[pairs[:, 1]]) @ x
+    expected = predictor.lin(-1.3 * predictor.cn(common)
+                             + predictor.ij(h[pairs[:, 0]] * h[pairs[:, 1]])).squeeze(-1)
+    torch.testing.assert_close(predictor(h, pairs, AdjacencyLookup(adj)), expected)
+    assert sum(isinstance(m, torch.nn.LayerNorm) for m in predictor.cn) == 1
+    assert sum(isinstance(m, torch.nn.LayerNorm) for m in predictor.ij) == 1
+    assert isinstance(predictor.cn[-1], ReLUDropout) == tail_activation
+    assert len(predictor.lin) == (7 if two_layer_output else 4)
+
+
+def test_ncn_beta_starts_where_it_is_told_and_learns(graph):
+    _, adj, pairs = graph
+    predictor = NCNPredictor(8, 16, beta=0.25)
+    assert float(predictor.beta) == 0.25
+    predictor(torch.randn(NUM_NODES, 8), pairs, AdjacencyLookup(adj)).sum().backward()
+    assert predictor.beta.grad is not None and float(predictor.beta.grad) != 0.0
+
+
+def test_ncn_is_symmetric_in_i_and_j(graph):
+    _, adj, pairs = graph
+    predictor = NCNPredictor(8, 16, xlin=True).eval()
+    h, lookup = torch.randn(NUM_NODES, 8), AdjacencyLookup(adj)
+    torch.testing.assert_close(predictor(h, pairs, lookup), predictor(h, pairs.flip(1), lookup))
+
+
+def test_the_sum_encoder_with_residual_is_x_plus_a_x(graph):
+    edges, adj, _ = graph
+    x = torch.randn(NUM_NODES, 6)
+    a = dense(edges, NUM_NODES)
+    one = GNNEncoder("sum", 6, 6, 1, residual=True)
+    assert list(one.parameters()) == []
+    torch.testing.assert_close(one(x, adj), x + a @ x)
+    two = GNNEncoder("sum", 6, 6, 2, residual=False)
+    torch.testing.assert_close(two(x, adj), a @ (a @ x).relu())
+    with pytest.raises(ValueError, match="in_channels"):
+        GNNEncoder("sum", 5, 6, 1)
+
+
+def test_residual_adds_each_layers_input_where_the_sizes_agree(graph):
+    _, adj, _ = graph
+    torch.manual_seed(0)
+    encoder = GNNEncoder("sage", 4, 6, 2, residual=True)
+    x = torch.randn(NUM_NODES, 4)
+    first = encoder.convs[0](x, adj).relu()  # 4 -> 6: no residual
+    expected = first + encoder.convs[1](first, adj)
+    torch.testing.assert_close(encoder(x, adj), expected)
+
+
+def test_orthogonal_embeddings_have_orthonormal_columns_and_input_dropout_drops():
+    torch.manual_seed(0)
+    node_input = NodeInput("embedding", 50, 16, 0, init="orthogonal", dropout=0.5)
+    e = node_input.embedding.weight.detach()
+    torch.testing.assert_close(e.t() @ e, torch.eye(16), atol=1e-5, rtol=0)
+    out = node_input(None)
+    dropped = out == 0
+    assert 0.3 < dropped.float().mean() < 0.7
+    torch.testing.assert_close(out[~dropped], 2 * e[~dropped])
+    assert torch.equal(node_input.eval()(None), node_input.embedding.weight)
+    xavier = NodeInput("embedding", 50, 16, 0).embedding.weight.detach()
+    assert not torch.allclose(xavier.t() @ xavier, torch.eye(16), atol=1e-2)
+
+
+def test_the_predictor_learns_at_its_own_rate():
+    config = PLNLPConfig(encoder_level="edge", predictor="ncn", embedding_dim=8,
+                         hidden_channels=8, predictor_hidden=8, lr=0.01, predictor_lr=0.002)
+    model = build_model(config, DATASETS.get("ddi"), NUM_NODES)
+    groups = parameter_groups(model, config)
+    assert [g["lr"] for g in groups] == [0.01, 0.002]
+    assert {id(p) for p in groups[1]["params"]} == {id(p) for p in model.predictor.parameters()}
+    assert sum(len(g["params"]) for g in groups) == len(list(model.parameters()))
+    assert len(parameter_groups(model, config.replace(predictor_lr=None))) == 1
+
+
+@pytest.mark.parametrize("removal", [True, False])
+def test_target_edge_removal_on_or_off(graph, removal):
+    """Off, training scores the step's positives on the whole graph, as
+    evaluation does; on, on the graph without them."""
+    edges, adj, _ = graph
+    config = PLNLPConfig(encoder_level="edge", predictor="ncn", embedding_dim=8,
+                         hidden_channels=8, predictor_hidden=8, target_edge_removal=removal)
+    torch.manual_seed(0)
+    model = build_model(config, DATASETS.get("ddi"), NUM_NODES)
+    pairs = edges[:10]
+    trained = model.train()(None, adj, pairs)  # no dropout in this config
+    evaluated = model.eval()(None, adj, pairs)
+    assert torch.allclose(trained, evaluated) == (not removal)
+
+
+def test_the_count_features_are_optional(graph):
+    edges, adj, pairs = graph
+    config = PLNLPConfig(encoder_level="edge", predictor="mlp", edge_counts=False)
+    predictor = build_model(config, DATASETS.get("ddi"), NUM_NODES).predictor
+    assert isinstance(predictor, EdgeLevelPredictor) and predictor.num_counts == 0
+    assert predictor.mlp.lins[0].in_features == 2 * config.hidden_channels
+    h = torch.randn(NUM_NODES, config.hidden_channels)
+    a = dense(edges, NUM_NODES)
+    features = torch.cat([h[pairs[:, 0]] * h[pairs[:, 1]],
+                          (a[pairs[:, 0]] * a[pairs[:, 1]]) @ h], dim=1)
+    torch.testing.assert_close(predictor(h, pairs, AdjacencyLookup(adj)),
+                               predictor.mlp(features).squeeze(-1))
+    with_counts = build_model(config.replace(edge_counts=None), DATASETS.get("ddi"), NUM_NODES)
+    assert with_counts.predictor.num_counts == 3
+
+
+def test_ncn_with_its_ddi_options_fits_the_ddi_standin_with_two_learning_rates(ddi_standin_split):
+    """NCN's ddi recipe (sum encoder with residual, orthogonal embedding,
+    input dropout, xlin, two-layer output, BCE), at the stand-in's sizes:
+    the loss falls and the predictor moved at its own rate."""
+    split = ddi_standin_split
+    config = PLNLPConfig(
+        encoder="sum", embedding_dim=16, embedding_init="orthogonal", input_dropout=0.1,
+        hidden_channels=16, encoder_layers=1, encoder_residual=True, encoder_level="edge",
+        predictor="ncn", predictor_hidden=16, ncn_xlin=True, ncn_two_layer_output=True,
+        loss="ce", num_neg=1, negatives="independent", lr=0.02, predictor_lr=0.01, epochs=6,
+        batch_size=64, eval_every=6)
+    config.validate()
+    torch.manual_seed(0)
+    model = build_model(config, split.info, split.num_nodes)
+    result = fit(model, config, split, build_training_graph(split, config))
+    losses = [epoch.train_loss for epoch in result.history]
+    assert sum(losses[-2:]) < 0.95 * sum(losses[:2])
+    assert {"valid_hits_20", "test_hits_20"} <= set(result.best_metrics)
