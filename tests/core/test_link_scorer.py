@@ -22,7 +22,9 @@ def scorer_of(split, config: PLNLPConfig, ids=None) -> tuple[LinkScorer, torch.n
 
 
 @pytest.mark.parametrize("settings", [
-    {"predictor": "mlp"}, {"predictor": "dot"}, {"encoder_level": "edge", "encoder": "sage"},
+    {"predictor": "mlp"}, {"predictor": "dot"}, {"encoder_level": "edge", "encoder": "sage", "predictor": "mlp"},
+    {"encoder_level": "edge", "encoder": "sum", "encoder_residual": True, "predictor": "ncn",
+     "ncn_xlin": True, "ncn_two_layer_output": True},
 ])
 def test_scores_equal_the_models_own_and_survive_save_and_load(ddi_standin_split, tmp_path,
                                                                  settings):
