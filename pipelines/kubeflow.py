@@ -313,7 +313,7 @@ def cluster_problems(environ: Mapping[str, str], cache_volume: str | None = None
     elif not uri.startswith(("http://", "https://", "databricks")):
         problems.append(f"MLFLOW_TRACKING_URI={uri} is a store on this machine, which no pod "
                         "sees; set it to your tracking server.")
-    if cache_volume is None and "PLNLP_CACHE_DIR" not in environ:
+    if cache_volume is None:
         problems.append("no --cache-volume, so each pod caches its stage outputs where they "
                         "are lost with it, and every run loads and walks the graph again; give "
                         "a PersistentVolumeClaim every step can mount.")

@@ -22,7 +22,8 @@ def scorer_of(split, config: PLNLPConfig, ids=None) -> tuple[LinkScorer, torch.n
 
 
 @pytest.mark.parametrize("settings", [
-    {"predictor": "mlp"}, {"predictor": "dot"}, {"encoder_level": "edge", "encoder": "sage", "predictor": "mlp"},
+    {"predictor": "mlp"}, {"predictor": "dot"},
+    {"encoder_level": "edge", "encoder": "sage", "predictor": "mlp"},
     {"encoder_level": "edge", "encoder": "sum", "encoder_residual": True, "predictor": "ncn",
      "ncn_xlin": True, "ncn_two_layer_output": True},
 ])

@@ -1325,6 +1325,7 @@ def predict_store(mlflow_store, ddi_standin_split, tmp_path) -> dict[str, str]:
     from plnlp_core.link_scorer import LinkScorer
     from plnlp_core.node_ids import NodeIds
 
+    mlflow.set_experiment("predict")  # not the experiment an earlier test left active
     config = PLNLPConfig(embedding_dim=8, hidden_channels=8)
     split = ddi_standin_split
     adj, _ = build_input_adjacency(split, config)
