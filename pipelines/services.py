@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 from urllib.parse import urlsplit
 
 import grpc
@@ -24,6 +25,7 @@ from plnlp_core.errors import PLNLPError, first_line
 PROBE_TIMEOUT_S = 5.0
 GCS_PORT, CLIENT_PORT, DASHBOARD_PORT = 6379, 10001, 8265
 LOCAL_RAY = ("", "auto", "local")
+GCS_PORT_VARIABLE = "RAY_GCS_SERVER_PORT"  # the port a local Ray's GCS takes (Ray 2.60)
 LOCAL_RAY_FIX = "unset RAY_ADDRESS to start a local Ray"
 TOKEN_FIX = ("set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN to the cluster's token (`ray "
              "get-auth-token` on its head node prints it), or save it in ~/.ray/auth_token")
@@ -178,11 +180,10 @@ def connect_ray(logging_level: int = logging.INFO) -> None:
     check_ray_address(address)
     shown = f"RAY_ADDRESS={address}" if address else "the local Ray"
     try:
-        # A local Ray of one's own runs without the dashboard: its dozen
-        # processes took 3 s of a 2-core laptop's start (`ray start --head`
-        # and RAY_ADDRESS give one).
-        ray.init(ignore_reinit_error=True, logging_level=logging_level,
-                 include_dashboard=None if address else False)
+        if address:
+            ray.init(ignore_reinit_error=True, logging_level=logging_level)
+        elif not ray.is_initialized():
+            start_local_ray(logging_level)
     except ray.exceptions.AuthenticationError as error:
         raise PLNLPError(f"Ray refused to connect to {shown} ({first_line(error)}); "
                          f"{TOKEN_FIX}.") from error
@@ -195,6 +196,30 @@ def connect_ray(logging_level: int = logging.INFO) -> None:
         raise PLNLPError(f"the local Ray did not start ({first_line(error)}); run again once "
                          "the machine has CPU and memory to spare (a loaded machine delays "
                          "Ray's start), or set RAY_ADDRESS to a running cluster.") from error
+
+
+def start_local_ray(logging_level: int) -> None:
+    """Starts a Ray of this process's own, as ``RAY_ADDRESS=local`` does:
+    never another Ray on the same machine, which a bare ``ray.init()``
+    would join (another user's ``ray start --head``). Its GCS takes a free
+    port, and its workers get that address as ``RAY_ADDRESS``, so that
+    Ray's own helpers that look Ray up (Ray Train's placement-group
+    cleaner) find this one among several instead of failing with "Found
+    multiple active Ray instances". It runs without the dashboard: its
+    dozen processes took 3 s of a 2-core laptop's start (`ray start
+    --head` and RAY_ADDRESS give one)."""
+    port = free_port()
+    address = f"{ray.util.get_node_ip_address()}:{port}"
+    with mock.patch.dict(os.environ, {GCS_PORT_VARIABLE: str(port)}):
+        ray.init(address="local", logging_level=logging_level, include_dashboard=False,
+                 runtime_env={"env_vars": {"RAY_ADDRESS": address}})
+
+
+def free_port() -> int:
+    """A TCP port no process listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        return probe.getsockname()[1]
 
 
 def check_ray_address(address: str) -> None:

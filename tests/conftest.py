@@ -20,10 +20,11 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def ray_session(cache_dir: Path):
-    """One local Ray for the whole suite: starting one takes many seconds."""
+    """One local Ray for the whole suite: starting one takes many seconds.
+    Its own (``address="local"``), never another Ray running on the machine."""
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=True)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=True)
     yield ray
     ray.shutdown()
 
