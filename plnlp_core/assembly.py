@@ -42,6 +42,7 @@ def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLP
         "edge": lambda: {
             "predictor": build_edge_predictor(config, encoder.out_channels),
             "target_edge_removal": config.target_edge_removal,
+            "edge_dropout": config.edge_dropout,
         },
     }
     return ENCODER_LEVELS.get(config.encoder_level)(

@@ -47,6 +47,7 @@ class PLNLPConfig:
     # (EDGE_LEVEL_SETTINGS) are refused at the node level, NCN's (NCN_SETTINGS) with predictor mlp
     encoder_level: str = "node"
     target_edge_removal: bool = True
+    edge_dropout: float = 0.0
     edge_path_length: int = 2
     edge_counts: bool | None = None  # None: on with predictor mlp, off with ncn
     ncn_xlin: bool = False
@@ -150,7 +151,7 @@ class PLNLPConfig:
         if self.clip_grad_norm is not None and self.clip_grad_norm <= 0:
             raise PLNLPError(f"clip_grad_norm must be positive or null (off), "
                              f"got {self.clip_grad_norm}.")
-        for key in ("dropout", "predictor_dropout", "input_dropout"):
+        for key in ("dropout", "predictor_dropout", "input_dropout", "edge_dropout"):
             if not 0.0 <= getattr(self, key) < 1.0:
                 raise PLNLPError(f"{key} must be in [0, 1), got {getattr(self, key)}.")
         for key in ("lr", "l2", "generator_lr"):
@@ -251,8 +252,8 @@ class PLNLPConfig:
             )
 
 
-EDGE_LEVEL_SETTINGS = {"target_edge_removal": True, "edge_path_length": 2, "edge_counts": None,
-                       "ncn_xlin": False, "ncn_tail_activation": False,
+EDGE_LEVEL_SETTINGS = {"target_edge_removal": True, "edge_dropout": 0.0, "edge_path_length": 2,
+                       "edge_counts": None, "ncn_xlin": False, "ncn_tail_activation": False,
                        "ncn_two_layer_output": False, "ncn_beta": 1.0}
 """The edge level's settings and their defaults, which the node level refuses
 other values of."""

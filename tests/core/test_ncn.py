@@ -1,7 +1,7 @@
 """NCN's options at the edge level, each against a small dense reference:
 the predictor, the weight-free sum encoder with its residual, orthogonal
 embeddings, input dropout, the predictor's learning rate, target-edge
-removal off and the count features off."""
+removal off, edge dropout and the count features off."""
 import pytest
 import torch
 
@@ -11,7 +11,7 @@ from plnlp_core.datasets import DATASETS
 from plnlp_core.fitting import fit
 from plnlp_core.graph import build_adjacency
 from plnlp_core.nn import EdgeLevelPredictor, GNNEncoder, NCNPredictor, NodeInput
-from plnlp_core.nn.common_neighbors import AdjacencyLookup
+from plnlp_core.nn.common_neighbors import AdjacencyLookup, drop_edges
 from plnlp_core.nn.relu_dropout import ReLUDropout
 from tests.core.test_common_neighbors import dense, random_graph, some_pairs
 
@@ -124,6 +124,37 @@ def test_target_edge_removal_on_or_off(graph, removal):
     trained = model.train()(None, adj, pairs)  # no dropout in this config
     evaluated = model.eval()(None, adj, pairs)
     assert torch.allclose(trained, evaluated) == (not removal)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.25, 0.5, 0.9])
+def test_edge_dropout_drops_that_fraction_of_undirected_edges_in_both_directions(graph, p):
+    edges, adj, _ = graph
+    torch.manual_seed(0)
+    kept = drop_edges(AdjacencyLookup(adj), p).to_dense()
+    a = dense(edges, NUM_NODES)
+    assert torch.equal(kept, kept.t())
+    assert bool((kept <= a).all())
+    assert int(a.sum() - kept.sum()) // 2 == round(p * edges.size(0))
+
+
+def test_edge_dropout_thins_each_training_step_and_never_evaluation(graph):
+    """Removal off, so that only the dropout changes the graph: each step
+    encodes on its own thinned graph, evaluation on the whole of it."""
+    edges, adj, pairs = graph
+    config = PLNLPConfig(encoder_level="edge", predictor="ncn", embedding_dim=8,
+                         hidden_channels=8, predictor_hidden=8, target_edge_removal=False,
+                         edge_dropout=0.5)
+    torch.manual_seed(0)
+    model = build_model(config, DATASETS.get("ddi"), NUM_NODES)
+    seen = []
+    model.encoder.register_forward_hook(lambda _, inputs, __: seen.append(inputs[1]))
+    model.train()(None, adj, pairs)
+    model.train()(None, adj, pairs)
+    evaluated = model.eval()(None, adj, pairs)
+    assert [int(a._nnz()) for a in seen] == [edges.size(0), edges.size(0), 2 * edges.size(0)]
+    assert not torch.equal(seen[0].to_dense(), seen[1].to_dense())
+    assert seen[2] is adj
+    torch.testing.assert_close(evaluated, model.score(model.encode(None, adj), pairs, adj))
 
 
 def test_the_count_features_are_optional(graph):

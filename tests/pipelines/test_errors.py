@@ -131,6 +131,9 @@ ENTRIES: dict[str, Entry] = {
     "edge-setting-at-node-level": settings("target_edge_removal applies to encoder_level edge "
                                            "only; set encoder_level=edge or leave "
                                            "target_edge_removal at true."),
+    "edge-dropout-at-node-level": settings("edge_dropout applies to encoder_level edge only; "
+                                           "set encoder_level=edge or leave edge_dropout at "
+                                           "0.0."),
     "ncn-setting-with-mlp": settings("ncn_beta applies to predictor ncn only; set "
                                      "predictor=ncn or leave ncn_beta at 1.0."),
     "counts-with-ncn": settings("edge_counts and edge_path_length 3 add count features to "
@@ -421,6 +424,7 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
     "ncn-at-node-level": lambda _: ["--dataset", "ddi", "--set", "predictor=ncn"],
     "edge-setting-at-node-level": lambda _: ["--dataset", "ddi", "--set",
                                              "target_edge_removal=false"],
+    "edge-dropout-at-node-level": lambda _: ["--dataset", "ddi", "--set", "edge_dropout=0.1"],
     "ncn-setting-with-mlp": lambda _: ["--dataset", "ddi", "--set", "encoder_level=edge",
                                        "--set", "predictor=mlp", "--set", "ncn_beta=2"],
     "counts-with-ncn": lambda _: ["--dataset", "ddi", "--set", "encoder_level=edge",
