@@ -27,7 +27,7 @@ def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLP
     """The encoder and predictor ``config`` names, sized for the dataset, at
     the node or edge level (``encoder_level``)."""
     node_input = NodeInput(config.node_input, num_nodes, config.embedding_dim, info.feature_dim,
-                           config.embedding_init, config.input_dropout)
+                           config.embedding_init, config.input_dropout, config.feature_categories)
     encoder = GNNEncoder(
         config.encoder, node_input.out_channels, config.hidden_channels,
         config.encoder_layers, config.dropout, config.activate_last_layer,
@@ -42,6 +42,7 @@ def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLP
         "edge": lambda: {
             "predictor": build_edge_predictor(config, encoder.out_channels),
             "target_edge_removal": config.target_edge_removal,
+            "edge_dropout": config.edge_dropout,
         },
     }
     return ENCODER_LEVELS.get(config.encoder_level)(

@@ -35,6 +35,7 @@ class PLNLPConfig:
     # encoder (§4.1)
     encoder: str = "sage"
     node_input: str = "embedding"
+    feature_categories: int | None = None  # None: the features used raw
     embedding_dim: int = 256
     embedding_init: str = "xavier"
     input_dropout: float = 0.0
@@ -47,6 +48,7 @@ class PLNLPConfig:
     # (EDGE_LEVEL_SETTINGS) are refused at the node level, NCN's (NCN_SETTINGS) with predictor mlp
     encoder_level: str = "node"
     target_edge_removal: bool = True
+    edge_dropout: float = 0.0
     edge_path_length: int = 2
     edge_counts: bool | None = None  # None: on with predictor mlp, off with ncn
     ncn_xlin: bool = False
@@ -144,13 +146,16 @@ class PLNLPConfig:
                     "checkpoint_every", "candidate_pool", "generator_dim"):
             if getattr(self, key) is not None and getattr(self, key) < 1:
                 raise PLNLPError(f"{key} must be at least 1, got {getattr(self, key)}.")
+        if self.feature_categories is not None and self.feature_categories < 2:
+            raise PLNLPError(f"feature_categories must be at least 2 or null (features used "
+                             f"raw), got {self.feature_categories}.")
         if self.predictor_lr is not None and self.predictor_lr <= 0:
             raise PLNLPError(f"predictor_lr must be positive or null (lr), "
                              f"got {self.predictor_lr}.")
         if self.clip_grad_norm is not None and self.clip_grad_norm <= 0:
             raise PLNLPError(f"clip_grad_norm must be positive or null (off), "
                              f"got {self.clip_grad_norm}.")
-        for key in ("dropout", "predictor_dropout", "input_dropout"):
+        for key in ("dropout", "predictor_dropout", "input_dropout", "edge_dropout"):
             if not 0.0 <= getattr(self, key) < 1.0:
                 raise PLNLPError(f"{key} must be in [0, 1), got {getattr(self, key)}.")
         for key in ("lr", "l2", "generator_lr"):
@@ -196,6 +201,22 @@ class PLNLPConfig:
                 "edge_path_length at 2."
             )
 
+    def _validate_categories(self, info: DatasetInfo) -> None:
+        categories = self.feature_categories
+        if categories is None:
+            return
+        if self.node_input == "embedding":
+            raise PLNLPError("feature_categories embeds the node features, which node_input "
+                             "embedding leaves out; set node_input=features or both, or leave "
+                             "feature_categories at null.")
+        if info.feature_dim not in (1, categories):
+            raise PLNLPError(
+                f"feature_categories {categories} reads the node features as {categories} "
+                f"one-hot columns or one integer column, and {info.ogb_name} has "
+                f"{info.feature_dim}; set feature_categories to {info.feature_dim} (one-hot) or "
+                "leave it at null."
+            )
+
     def _refuse_changed(self, defaults: Mapping[str, object], scope: str, fix: str) -> None:
         """Refuses the first of ``defaults`` (setting to default) that is
         set otherwise: it applies to ``scope`` only."""
@@ -211,8 +232,9 @@ class PLNLPConfig:
             check_pool_size(self.candidate_pool, num_nodes)
 
     def _validate_against(self, info: DatasetInfo) -> None:
+        feature_size = info.feature_dim if self.feature_categories is None else self.embedding_dim
         input_size = (self.embedding_dim * (self.node_input != "features")
-                      + info.feature_dim * (self.node_input != "embedding"))
+                      + feature_size * (self.node_input != "embedding"))
         if self.encoder == "sum" and input_size != self.hidden_channels:
             raise PLNLPError(
                 f"encoder sum has no weights, so the node input's size ({input_size}) must equal "
@@ -224,6 +246,7 @@ class PLNLPConfig:
                 f"node_input {self.node_input!r} needs node features, and {info.ogb_name} has "
                 "none; set node_input=embedding."
             )
+        self._validate_categories(info)
         if info.directed and self.encoder_level == "edge" and not self.force_symmetric_predictor:
             raise PLNLPError(
                 f"encoder_level edge is symmetric in i and j (common neighbours in the undirected "
@@ -251,8 +274,8 @@ class PLNLPConfig:
             )
 
 
-EDGE_LEVEL_SETTINGS = {"target_edge_removal": True, "edge_path_length": 2, "edge_counts": None,
-                       "ncn_xlin": False, "ncn_tail_activation": False,
+EDGE_LEVEL_SETTINGS = {"target_edge_removal": True, "edge_dropout": 0.0, "edge_path_length": 2,
+                       "edge_counts": None, "ncn_xlin": False, "ncn_tail_activation": False,
                        "ncn_two_layer_output": False, "ncn_beta": 1.0}
 """The edge level's settings and their defaults, which the node level refuses
 other values of."""

@@ -87,6 +87,20 @@ def remove_edges(lookup: AdjacencyLookup, pairs: Tensor) -> Tensor:
     return torch.sparse_csr_tensor(crow, lookup.col[keep], adj.values()[keep], (n, n))
 
 
+def drop_edges(lookup: AdjacencyLookup, p: float) -> Tensor:
+    r"""The adjacency of ``lookup`` without a uniformly drawn fraction
+    :math:`p` of its undirected edges, both directions of each together:
+    :math:`A - \sum_{(i, j) \in D} (e_i e_j^\top + e_j e_i^\top)` with
+    :math:`D \subset E` drawn without replacement, :math:`|D| =
+    \mathrm{round}(p |E|)`. Training thins its graph this way (NCN's edge
+    dropout); the kept entries keep their values."""
+    n = lookup.num_nodes
+    upper = lookup.keys[lookup.keys // n < lookup.keys % n]
+    dropped = upper[torch.randperm(upper.numel(), device=upper.device)
+                    [:round(p * upper.numel())]]
+    return remove_edges(lookup, torch.stack([dropped // n, dropped % n], dim=1))
+
+
 def _chunks(work: Tensor, max_work: int) -> list[tuple[int, int]]:
     """Consecutive ranges of rows whose ``work`` sums to at most ``max_work``
     (a single row above it is a range of its own)."""

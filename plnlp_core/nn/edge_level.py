@@ -1,7 +1,7 @@
 import torch
 from torch import Tensor, nn
 
-from plnlp_core.nn.common_neighbors import AdjacencyLookup, remove_edges
+from plnlp_core.nn.common_neighbors import AdjacencyLookup, drop_edges, remove_edges
 from plnlp_core.nn.encoder import GNNEncoder
 from plnlp_core.nn.model import ENCODER_LEVELS, PLNLPModel
 from plnlp_core.nn.node_input import NodeInput
@@ -32,6 +32,17 @@ class EdgeLevelModel(PLNLPModel):
     ``target_edge_removal=False`` training scores every pair on :math:`A`
     too (NCN's ``NoTLR`` ablation).
 
+    With ``edge_dropout`` :math:`p > 0`, each training step first drops a
+    fraction :math:`p` of the input graph's undirected edges
+    (:func:`~plnlp_core.nn.common_neighbors.drop_edges`), so that
+    :math:`\tilde{A} = A - \sum_{(i, j) \in D \cup P}
+    (e_i e_j^\top + e_j e_i^\top)` with :math:`D` drawn anew each step and
+    :math:`P` the step's positive edges. NCN drops each direction of each
+    edge by itself, anew in every encoder layer and in the predictor, and
+    scales the kept entries by :math:`1/(1-p)`; here one symmetric draw
+    serves the step's encoder and pair terms alike, unscaled (the common
+    neighbours are sets). Evaluation never drops edges.
+
     A GCN encoder's normalised adjacency is not cached here: the graph
     changes at every step.
 
@@ -42,6 +53,8 @@ class EdgeLevelModel(PLNLPModel):
             vectors, the pairs and the graph's :class:`AdjacencyLookup`.
         target_edge_removal (bool): Score training pairs on the graph
             without the step's positive edges. (default: ``True``)
+        edge_dropout (float): The fraction :math:`p` of undirected edges
+            dropped at each training step. (default: ``0.0``)
 
     Shapes:
         - **input:** node features :math:`(N, F)` or ``None``, sparse CSR
@@ -54,12 +67,13 @@ class EdgeLevelModel(PLNLPModel):
     about what evaluation's graph lacks (the held-out edges)."""
 
     def __init__(self, node_input: NodeInput, encoder: GNNEncoder, predictor: nn.Module,
-                 target_edge_removal: bool = True) -> None:
+                 target_edge_removal: bool = True, edge_dropout: float = 0.0) -> None:
         super(PLNLPModel, self).__init__()  # nn.Module's: the predictor here is not PREDICTORS'
         self.node_input = node_input
         self.encoder = encoder
         self.target_edge_removal = target_edge_removal
-        if target_edge_removal:
+        self.edge_dropout = edge_dropout
+        if target_edge_removal or edge_dropout > 0:
             for conv in encoder.convs:
                 if getattr(conv, "cached", False):
                     conv.cached = False
@@ -80,11 +94,14 @@ class EdgeLevelModel(PLNLPModel):
         return self.predictor(h, pairs, self.lookup(adj))
 
     def forward(self, x: Tensor | None, adj: Tensor, pairs: Tensor) -> Tensor:
-        """Scores ``pairs``; in training, each group of them (see
-        :meth:`removal_groups`) on the graph without its positive edges."""
+        """Scores ``pairs``; in training, on the graph less its dropped
+        edges, each group of them (see :meth:`removal_groups`) also without
+        its positive edges."""
         lookup = self.lookup(adj)
+        if self.training and self.edge_dropout > 0:
+            lookup = AdjacencyLookup(drop_edges(lookup, self.edge_dropout))
         if not (self.training and self.target_edge_removal):
-            return self.predictor(self.encode(x, adj), pairs, lookup)
+            return self.predictor(self.encode(x, lookup.adj), pairs, lookup)
         groups = self.removal_groups(lookup, pairs)
         scores = []
         for index in groups:

@@ -1,6 +1,8 @@
 import torch
 from torch import Tensor, nn
 
+from plnlp_core.errors import PLNLPError
+
 NODE_INPUTS = ("embedding", "features", "both")
 EMBEDDING_INITS = ("xavier", "orthogonal")
 
@@ -18,21 +20,33 @@ class NodeInput(nn.Module):
     :math:`D \le N` its columns are orthonormal,
     :math:`\mathbf{E}^\top \mathbf{E} = \mathbf{I}`).
 
+    With ``num_categories`` :math:`C` the features are one categorical
+    column, embedded instead of used raw: :math:`\mathbf{x}_i` becomes
+    :math:`\mathbf{c}_{k_i}`, a row of a trainable
+    :math:`\mathbf{C} \in \mathbb{R}^{C \times D}` started as
+    :math:`\mathbf{E}`, where :math:`k_i` is the column of the one in a
+    one-hot row (:math:`F = C`) or the value of one integer column
+    (:math:`F = 1`); see :func:`category_index`. NCN embeds ogbl-ppa's
+    species this way (the argmax of its 58 one-hot features).
+
     Args:
         kind (str): ``"embedding"``, ``"features"`` or ``"both"``.
         num_nodes (int): Number of nodes.
-        embedding_dim (int): Size of the trainable embedding.
-        feature_dim (int): Size of the node features (``0`` if none).
+        embedding_dim (int): Size :math:`D` of the trainable embeddings.
+        feature_dim (int): Size :math:`F` of the node features (``0`` if none).
         init (str): ``"xavier"`` or ``"orthogonal"``. (default: ``"xavier"``)
         dropout (float): Dropout :math:`p`. (default: ``0.0``)
+        num_categories (int, optional): Embed the features as :math:`C`
+            categories. (default: ``None``: used raw)
 
     Shapes:
         - **input:** node features :math:`(N, F)` or ``None``
-        - **output:** :math:`(N, D)` with :math:`D` = :attr:`out_channels`
+        - **output:** :math:`(N, D')` with :math:`D'` = :attr:`out_channels`
     """
 
     def __init__(self, kind: str, num_nodes: int, embedding_dim: int, feature_dim: int,
-                 init: str = "xavier", dropout: float = 0.0) -> None:
+                 init: str = "xavier", dropout: float = 0.0,
+                 num_categories: int | None = None) -> None:
         super().__init__()
         self.kind = kind
         self.init = init
@@ -40,25 +54,67 @@ class NodeInput(nn.Module):
         self.use_embedding = kind in ("embedding", "both")
         self.use_features = kind in ("features", "both")
         self.embedding = nn.Embedding(num_nodes, embedding_dim) if self.use_embedding else None
+        self.categories = None
+        if num_categories is not None:
+            if feature_dim not in (1, num_categories):
+                raise ValueError(f"{num_categories} categories need {num_categories} one-hot "
+                                 f"columns or one integer column, not {feature_dim}")
+            self.categories = nn.Embedding(num_categories, embedding_dim)
+            feature_dim = embedding_dim
         self.out_channels = embedding_dim * self.use_embedding + feature_dim * self.use_features
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.embedding is not None:
+        for embedding in (self.embedding, self.categories):
+            if embedding is None:
+                continue
             if self.init == "orthogonal":
-                nn.init.orthogonal_(self.embedding.weight)
+                nn.init.orthogonal_(embedding.weight)
             else:
-                nn.init.xavier_uniform_(self.embedding.weight)
+                nn.init.xavier_uniform_(embedding.weight)
 
     def forward(self, x: Tensor | None) -> Tensor:
         parts = []
         if self.use_embedding:
             parts.append(self.embedding.weight)
         if self.use_features:
-            parts.append(x)
+            parts.append(x if self.categories is None else
+                         self.categories(category_index(x, self.categories.num_embeddings)))
         h = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
         return nn.functional.dropout(h, self.dropout, self.training)
 
     def __repr__(self) -> str:
+        categories = "" if self.categories is None else \
+            f", num_categories={self.categories.num_embeddings}"
         return (f"NodeInput({self.kind}, out_channels={self.out_channels}, init={self.init}, "
-                f"dropout={self.dropout})")
+                f"dropout={self.dropout}{categories})")
+
+
+def category_index(x: Tensor, num_categories: int) -> Tensor:
+    r"""The category :math:`k_i \in \{0, \dots, C - 1\}` of each node: the
+    column of the one in its one-hot row of ``x`` (:math:`F = C` columns),
+    or the value of its one integer column (:math:`F = 1`). Refuses a row
+    that is not one-hot, or a value that is no integer below :math:`C`."""
+    if x.size(1) == 1:
+        return _integer_categories(x.squeeze(1), num_categories)
+    return _one_hot_categories(x)
+
+
+def _integer_categories(column: Tensor, num_categories: int) -> Tensor:
+    index = column.long()
+    bad = ((index != column) | (index < 0) | (index >= num_categories)).nonzero()
+    if bad.numel():
+        node = int(bad[0])
+        raise PLNLPError(f"node {node}'s category column holds {column[node].item():g}, outside "
+                         f"feature_categories' range 0..{num_categories - 1}; fix the column or "
+                         "raise feature_categories.")
+    return index
+
+
+def _one_hot_categories(x: Tensor) -> Tensor:
+    bad = (((x != 0) & (x != 1)).any(dim=1) | (x.sum(dim=1) != 1)).nonzero()
+    if bad.numel():
+        raise PLNLPError(f"node {int(bad[0])}'s feature row is not one-hot over the "
+                         f"{x.size(1)} columns feature_categories declares; give each node one 1, "
+                         "or set feature_categories to null to use the features raw.")
+    return x.argmax(dim=1)

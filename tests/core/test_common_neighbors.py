@@ -198,6 +198,11 @@ def test_edge_level_fit_on_the_ddi_standin_lowers_the_loss_and_evaluates(ddi_sta
     (dict(target_edge_removal=False),
      "target_edge_removal applies to encoder_level edge only; set encoder_level=edge or leave "
      "target_edge_removal at true."),
+    (dict(edge_dropout=0.1),
+     "edge_dropout applies to encoder_level edge only; set encoder_level=edge or leave "
+     "edge_dropout at 0.0."),
+    (dict(encoder_level="edge", predictor="ncn", edge_dropout=1.0),
+     "edge_dropout must be in [0, 1), got 1.0."),
     (dict(predictor="mlp", edge_counts=False),
      "edge_counts applies to encoder_level edge only; set encoder_level=edge or leave "
      "edge_counts at null."),

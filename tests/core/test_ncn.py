@@ -1,17 +1,19 @@
 """NCN's options at the edge level, each against a small dense reference:
 the predictor, the weight-free sum encoder with its residual, orthogonal
 embeddings, input dropout, the predictor's learning rate, target-edge
-removal off and the count features off."""
+removal off, edge dropout, the count features off and a categorical
+feature embedded."""
 import pytest
 import torch
 
 from plnlp_core.assembly import build_model, build_training_graph, parameter_groups
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import DATASETS
+from plnlp_core.errors import PLNLPError
 from plnlp_core.fitting import fit
 from plnlp_core.graph import build_adjacency
 from plnlp_core.nn import EdgeLevelPredictor, GNNEncoder, NCNPredictor, NodeInput
-from plnlp_core.nn.common_neighbors import AdjacencyLookup
+from plnlp_core.nn.common_neighbors import AdjacencyLookup, drop_edges
 from plnlp_core.nn.relu_dropout import ReLUDropout
 from tests.core.test_common_neighbors import dense, random_graph, some_pairs
 
@@ -100,6 +102,69 @@ def test_orthogonal_embeddings_have_orthonormal_columns_and_input_dropout_drops(
     assert not torch.allclose(xavier.t() @ xavier, torch.eye(16), atol=1e-2)
 
 
+@pytest.mark.parametrize("kind", ["features", "both"])
+def test_a_categorical_feature_is_embedded_as_its_one_hot_row_times_the_table(kind):
+    """One-hot columns or one integer column: both give the table's row of
+    each node's category, the one-hot row times the table."""
+    torch.manual_seed(0)
+    node_input = NodeInput(kind, NUM_NODES, 8, 5, init="orthogonal", num_categories=5)
+    species = torch.randint(5, (NUM_NODES,))
+    one_hot = torch.nn.functional.one_hot(species, 5).float()
+    table = node_input.categories.weight
+    expected = one_hot @ table
+    if kind == "both":
+        expected = torch.cat([node_input.embedding.weight, expected], dim=1)
+    assert node_input.out_channels == expected.size(1)
+    torch.testing.assert_close(node_input(one_hot), expected)
+    integers = NodeInput(kind, NUM_NODES, 8, 1, num_categories=5)
+    integers.load_state_dict(node_input.state_dict())
+    torch.testing.assert_close(integers(species.float().unsqueeze(1)), expected)
+    torch.testing.assert_close(table @ table.t(), torch.eye(5), atol=1e-5, rtol=0)  # C < D
+
+
+@pytest.mark.parametrize("x,sentence", [
+    (torch.tensor([[0.0, 1.0, 0.0], [1.0, 1.0, 0.0]]),
+     "node 1's feature row is not one-hot over the 3 columns feature_categories declares"),
+    (torch.tensor([[0.0, 0.5, 0.5], [1.0, 0.0, 0.0]]),
+     "node 0's feature row is not one-hot over the 3 columns feature_categories declares"),
+    (torch.tensor([[0.0], [3.0]]),
+     "node 1's category column holds 3, outside feature_categories' range 0..2"),
+    (torch.tensor([[-1.0], [0.0]]),
+     "node 0's category column holds -1, outside feature_categories' range 0..2"),
+    (torch.tensor([[1.5], [0.0]]),
+     "node 0's category column holds 1.5, outside feature_categories' range 0..2"),
+])
+def test_categorical_features_outside_the_declared_range_are_refused(x, sentence):
+    node_input = NodeInput("features", 2, 4, x.size(1), num_categories=3)
+    with pytest.raises(PLNLPError, match=sentence.replace(".", r"\.")):
+        node_input(x)
+
+
+@pytest.mark.parametrize("changes,sentence", [
+    (dict(dataset="ppa", node_input="embedding", feature_categories=58),
+     "feature_categories embeds the node features, which node_input embedding leaves out; set "
+     "node_input=features or both, or leave feature_categories at null."),
+    (dict(dataset="collab", node_input="both", feature_categories=58),
+     "feature_categories 58 reads the node features as 58 one-hot columns or one integer "
+     "column, and ogbl-collab has 128; set feature_categories to 128 (one-hot) or leave it at "
+     "null."),
+    (dict(dataset="ppa", node_input="features", feature_categories=1),
+     "feature_categories must be at least 2 or null (features used raw), got 1."),
+])
+def test_feature_categories_the_dataset_cannot_serve_are_refused(changes, sentence):
+    with pytest.raises(PLNLPError) as error:
+        PLNLPConfig.from_mapping(changes).validate()
+    assert str(error.value) == sentence
+
+
+def test_ppa_species_embedded_size_the_encoder_input_to_embedding_dim():
+    config = PLNLPConfig(dataset="ppa", node_input="features", feature_categories=58,
+                         embedding_dim=16, hidden_channels=16, encoder="sum", encoder_layers=1)
+    config.validate()
+    model = build_model(config, DATASETS.get("ppa"), NUM_NODES)
+    assert model.node_input.out_channels == 16 and model.node_input.embedding is None
+
+
 def test_the_predictor_learns_at_its_own_rate():
     config = PLNLPConfig(encoder_level="edge", predictor="ncn", embedding_dim=8,
                          hidden_channels=8, predictor_hidden=8, lr=0.01, predictor_lr=0.002)
@@ -124,6 +189,37 @@ def test_target_edge_removal_on_or_off(graph, removal):
     trained = model.train()(None, adj, pairs)  # no dropout in this config
     evaluated = model.eval()(None, adj, pairs)
     assert torch.allclose(trained, evaluated) == (not removal)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.25, 0.5, 0.9])
+def test_edge_dropout_drops_that_fraction_of_undirected_edges_in_both_directions(graph, p):
+    edges, adj, _ = graph
+    torch.manual_seed(0)
+    kept = drop_edges(AdjacencyLookup(adj), p).to_dense()
+    a = dense(edges, NUM_NODES)
+    assert torch.equal(kept, kept.t())
+    assert bool((kept <= a).all())
+    assert int(a.sum() - kept.sum()) // 2 == round(p * edges.size(0))
+
+
+def test_edge_dropout_thins_each_training_step_and_never_evaluation(graph):
+    """Removal off, so that only the dropout changes the graph: each step
+    encodes on its own thinned graph, evaluation on the whole of it."""
+    edges, adj, pairs = graph
+    config = PLNLPConfig(encoder_level="edge", predictor="ncn", embedding_dim=8,
+                         hidden_channels=8, predictor_hidden=8, target_edge_removal=False,
+                         edge_dropout=0.5)
+    torch.manual_seed(0)
+    model = build_model(config, DATASETS.get("ddi"), NUM_NODES)
+    seen = []
+    model.encoder.register_forward_hook(lambda _, inputs, __: seen.append(inputs[1]))
+    model.train()(None, adj, pairs)
+    model.train()(None, adj, pairs)
+    evaluated = model.eval()(None, adj, pairs)
+    assert [int(a._nnz()) for a in seen] == [edges.size(0), edges.size(0), 2 * edges.size(0)]
+    assert not torch.equal(seen[0].to_dense(), seen[1].to_dense())
+    assert seen[2] is adj
+    torch.testing.assert_close(evaluated, model.score(model.encode(None, adj), pairs, adj))
 
 
 def test_the_count_features_are_optional(graph):

@@ -131,10 +131,21 @@ ENTRIES: dict[str, Entry] = {
     "edge-setting-at-node-level": settings("target_edge_removal applies to encoder_level edge "
                                            "only; set encoder_level=edge or leave "
                                            "target_edge_removal at true."),
+    "edge-dropout-at-node-level": settings("edge_dropout applies to encoder_level edge only; "
+                                           "set encoder_level=edge or leave edge_dropout at "
+                                           "0.0."),
     "ncn-setting-with-mlp": settings("ncn_beta applies to predictor ncn only; set "
                                      "predictor=ncn or leave ncn_beta at 1.0."),
     "counts-with-ncn": settings("edge_counts and edge_path_length 3 add count features to "
                                 "predictor mlp, and predictor ncn has none"),
+    "feature-categories-range": settings("feature_categories must be at least 2 or null "
+                                         "(features used raw), got 1."),
+    "feature-categories-without-features": settings("feature_categories embeds the node "
+                                                    "features, which node_input embedding leaves "
+                                                    "out"),
+    "feature-categories-width": settings("feature_categories 58 reads the node features as 58 "
+                                         "one-hot columns or one integer column, and "
+                                         "ogbl-collab has 128"),
     "sum-encoder-size": settings("encoder sum has no weights, so the node input's size (512) "
                                  "must equal hidden_channels (64)"),
     "file-unreadable": settings("; give a readable YAML file."),
@@ -311,6 +322,11 @@ ENTRIES: dict[str, Entry] = {
     "own-no-time": own_graph("a time split needs a time column, and"),
     "stage-cache-unreadable": Entry("is unreadable; delete", None, "none",
                                     "test_library_safety_nets_raise_plnlp_error"),
+    "feature-not-one-hot": Entry("node 1's feature row is not one-hot over the 3 columns",
+                                 None, "none", "test_library_safety_nets_raise_plnlp_error"),
+    "feature-category-out-of-range": Entry("node 0's category column holds 3, outside "
+                                           "feature_categories' range 0..2", None, "none",
+                                           "test_library_safety_nets_raise_plnlp_error"),
     "weighted-loss-without-weights": Entry("loss 'weighted_hinge_auc' needs a weight per "
                                            "positive pair", None, "none",
                                            "test_library_safety_nets_raise_plnlp_error"),
@@ -421,10 +437,17 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
     "ncn-at-node-level": lambda _: ["--dataset", "ddi", "--set", "predictor=ncn"],
     "edge-setting-at-node-level": lambda _: ["--dataset", "ddi", "--set",
                                              "target_edge_removal=false"],
+    "edge-dropout-at-node-level": lambda _: ["--dataset", "ddi", "--set", "edge_dropout=0.1"],
     "ncn-setting-with-mlp": lambda _: ["--dataset", "ddi", "--set", "encoder_level=edge",
                                        "--set", "predictor=mlp", "--set", "ncn_beta=2"],
     "counts-with-ncn": lambda _: ["--dataset", "ddi", "--set", "encoder_level=edge",
                                   "--set", "predictor=ncn", "--set", "edge_counts=true"],
+    "feature-categories-range": lambda _: ["--dataset", "ppa", "--set", "feature_categories=1"],
+    "feature-categories-without-features": lambda _: ["--dataset", "ppa", "--set",
+                                                      "node_input=embedding", "--set",
+                                                      "feature_categories=58"],
+    "feature-categories-width": lambda _: ["--dataset", "collab", "--set", "node_input=both",
+                                           "--set", "feature_categories=58"],
     "sum-encoder-size": lambda _: ["--dataset", "ddi", "--set", "encoder=sum",
                                    "--set", "hidden_channels=64"],
     "file-unreadable": lambda tmp: ["--dataset", "ddi", "--config", str(tmp / "missing.yaml")],
@@ -565,12 +588,15 @@ def test_library_safety_nets_raise_plnlp_error(tmp_path, monkeypatch):
     import plnlp_core.standins
     from components.stage_cache import MANIFEST, content_digest
     from plnlp_core.losses import LOSSES
+    from plnlp_core.nn.node_input import category_index
     from plnlp_core.standins import StandinSize, check_standin_size, standin_size
 
     monkeypatch.delitem(plnlp_core.standins.SPLIT_TYPES, "ppa")  # a dataset without a stand-in
     raised = {
         "standin-too-small": lambda: check_standin_size("ddi", StandinSize(1, 0, 1, 1, 1, 1)),
         "standin-unknown-dataset": lambda: standin_size("ppa", "tiny"),
+        "feature-not-one-hot": lambda: category_index(torch.tensor([[0.0, 1, 0], [1, 1, 0]]), 3),
+        "feature-category-out-of-range": lambda: category_index(torch.tensor([[3.0], [0]]), 3),
         "weighted-loss-without-weights": lambda: LOSSES.get("weighted_hinge_auc")(
             torch.zeros(2), torch.zeros(2, 1), None),
         "stage-cache-unreadable": lambda: content_digest(write(tmp_path / MANIFEST, "{").parent),
