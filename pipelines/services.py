@@ -182,7 +182,7 @@ def connect_ray(logging_level: int = logging.INFO) -> None:
     try:
         if address:
             ray.init(ignore_reinit_error=True, logging_level=logging_level)
-        elif not ray.is_initialized():
+        else:
             start_local_ray(logging_level)
     except ray.exceptions.AuthenticationError as error:
         raise PLNLPError(f"Ray refused to connect to {shown} ({first_line(error)}); "
@@ -199,7 +199,8 @@ def connect_ray(logging_level: int = logging.INFO) -> None:
 
 
 def start_local_ray(logging_level: int) -> None:
-    """Starts a Ray of this process's own, as ``RAY_ADDRESS=local`` does:
+    """Starts a Ray of this process's own (unless it has one), as
+    ``RAY_ADDRESS=local`` does:
     never another Ray on the same machine, which a bare ``ray.init()``
     would join (another user's ``ray start --head``). Its GCS takes a free
     port, and its workers get that address as ``RAY_ADDRESS``, so that
@@ -211,8 +212,8 @@ def start_local_ray(logging_level: int) -> None:
     port = free_port()
     address = f"{ray.util.get_node_ip_address()}:{port}"
     with mock.patch.dict(os.environ, {GCS_PORT_VARIABLE: str(port)}):
-        ray.init(address="local", logging_level=logging_level, include_dashboard=False,
-                 runtime_env={"env_vars": {"RAY_ADDRESS": address}})
+        ray.init(address="local", ignore_reinit_error=True, logging_level=logging_level,
+                 include_dashboard=False, runtime_env={"env_vars": {"RAY_ADDRESS": address}})
 
 
 def free_port() -> int:
