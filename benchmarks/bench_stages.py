@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{data_root}, ready in {prepare_s:.1f} s")
     print(f"machine  {psutil.cpu_count()} CPUs, {psutil.virtual_memory().total / GIB:.1f} GiB; "
           f"Ray with {args.cpus} CPUs")
-    ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
     cache_dir().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="bench-stages-") as work:
         rows = run_stages(args, data_root, Path(work))

@@ -423,7 +423,8 @@ def bench_pipeline(args: argparse.Namespace, split: LinkSplit) -> dict | None:
     fit_s = median_fit_epoch(config, split)
     with tempfile.TemporaryDirectory() as folder:
         os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{folder}/mlflow.db"
-        ray.init(num_cpus=max(threads, 1), include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=max(threads, 1), include_dashboard=False,
+                 log_to_driver=False)
         argv = ["--dataset", "ddi", "--preset", "smoke", "--set", f"epochs={epochs}",
                 "--set", "max_batches_per_epoch=2",
                 "--data-root", str(resolve_data_root(args.data_root)),
