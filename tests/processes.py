@@ -2,11 +2,17 @@
 free port, and the environment of a process that starts its own Ray."""
 import os
 import signal
-import socket
 import subprocess
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from pipelines.services import free_port
+
+__all__ = ["free_port", "pipeline_env", "process_group", "wait_for_http"]
 
 
 @contextmanager
@@ -27,10 +33,22 @@ def process_group(argv: list[str], env: dict[str, str], cwd: Path, log: Path,
             process.wait()
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("", 0))
-        return probe.getsockname()[1]
+def wait_for_http(url: str, log: Path, timeout: float, any_status: bool = False) -> None:
+    """Waits until ``url`` answers with success (or, with ``any_status``,
+    with any HTTP status, as a server behind token auth answers 401);
+    fails with the end of the server's ``log`` if it never does."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5):
+                return
+        except urllib.error.HTTPError:
+            if any_status:
+                return
+        except (urllib.error.URLError, ConnectionError):
+            pass
+        time.sleep(1)
+    raise AssertionError(f"{url} did not answer:\n{log.read_text()[-3000:]}")
 
 
 def pipeline_env(tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -24,7 +23,7 @@ from plnlp_core.datasets import DATASETS
 from plnlp_core.evaluation import ogb_metrics
 from plnlp_core.ogb_reader import load_ogb
 from tests.pipelines.test_own_graph import TINY, edge_list
-from tests.processes import free_port, process_group
+from tests.processes import free_port, process_group, wait_for_http
 
 pytestmark = pytest.mark.slow
 
@@ -149,7 +148,7 @@ def test_mlflow_models_serve_answers_with_the_same_scores(store, tmp_path):
     argv = [sys.executable, "-m", "mlflow", "models", "serve", "-m", "models:/links@champion",
             "--env-manager", "local", "--host", "127.0.0.1", "--port", str(port)]
     with process_group(argv, env, tmp_path, tmp_path / "serve.log"):
-        wait_for(f"http://127.0.0.1:{port}/ping", tmp_path / "serve.log")
+        wait_for_http(f"http://127.0.0.1:{port}/ping", tmp_path / "serve.log", timeout=180)
         served = post(port, {"dataframe_split": {"columns": ["src", "dst"], "data": PAIRS}})
         assert [row["score"] for row in served["predictions"]] == pytest.approx(
             scores_of(store, "models:/links@champion", PAIRS, tmp_path).tolist(), abs=1e-5)
@@ -165,14 +164,3 @@ def post(port: int, body: dict) -> dict:
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=60) as response:
         return json.loads(response.read())
-
-
-def wait_for(url: str, log: Path, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=5):
-                return
-        except (urllib.error.URLError, ConnectionError):
-            time.sleep(1)
-    raise AssertionError(f"the scoring server did not start:\n{log.read_text()[-3000:]}")

@@ -6,14 +6,13 @@ Ray's job folder."""
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import mlflow
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.processes import free_port, pipeline_env, process_group
+from tests.processes import free_port, pipeline_env, process_group, wait_for_http
 
 pytestmark = pytest.mark.slow
 
@@ -36,22 +35,9 @@ def other_head(tmp_path_factory):
             *[part for flag, port in ports.items() for part in (flag, str(port))]]
     with process_group(argv, pipeline_env(folder), folder, folder / "head.log"):
         dashboard = f"http://127.0.0.1:{ports['--dashboard-port']}"
-        wait_for_jobs_api(dashboard, folder / "head.log")
+        wait_for_http(f"{dashboard}/api/version", folder / "head.log", timeout=120,
+                      any_status=True)  # 401 without the token
         yield dashboard
-
-
-def wait_for_jobs_api(dashboard: str, log: Path, timeout: float = 120) -> None:
-    import requests
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:  # any answer: with token auth it is 401 without the token
-            requests.get(f"{dashboard}/api/version", timeout=5)
-            return
-        except requests.ConnectionError:
-            pass
-        time.sleep(1)
-    raise AssertionError(f"the second head did not start:\n{log.read_text()[-3000:]}")
 
 
 def test_a_run_without_ray_address_starts_its_own_ray_beside_anothers(
