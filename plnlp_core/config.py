@@ -44,6 +44,8 @@ class PLNLPConfig:
     dropout: float = 0.0
     activate_last_layer: bool = False
     encoder_residual: bool = False
+    encoder_layer_norm: bool = False
+    encoder_edge_dropout: float = 0.0
     # node or edge level (§4.1's ENE, the NCN form); the edge level's own settings
     # (EDGE_LEVEL_SETTINGS) are refused at the node level, NCN's (NCN_SETTINGS) with predictor mlp
     encoder_level: str = "node"
@@ -155,7 +157,8 @@ class PLNLPConfig:
         if self.clip_grad_norm is not None and self.clip_grad_norm <= 0:
             raise PLNLPError(f"clip_grad_norm must be positive or null (off), "
                              f"got {self.clip_grad_norm}.")
-        for key in ("dropout", "predictor_dropout", "input_dropout", "edge_dropout"):
+        for key in ("dropout", "predictor_dropout", "input_dropout", "edge_dropout",
+                    "encoder_edge_dropout"):
             if not 0.0 <= getattr(self, key) < 1.0:
                 raise PLNLPError(f"{key} must be in [0, 1), got {getattr(self, key)}.")
         for key in ("lr", "l2", "generator_lr"):
@@ -168,9 +171,23 @@ class PLNLPConfig:
                 "walk_rounds and walk_positives=walks need random walks; set walk_length to a "
                 "positive length or leave them at their defaults."
             )
+        self._validate_encoder_options()
         self._validate_edge_level()
         self._validate_against(info)
         return info
+
+    def _validate_encoder_options(self) -> None:
+        if self.encoder_layer_norm and self.encoder in WEIGHT_FREE_ENCODERS:
+            raise PLNLPError(f"encoder_layer_norm normalises before each ReLU, and encoder "
+                             f"{self.encoder!r} has no weights and no ReLU; set encoder=gcn or "
+                             "sage, or leave encoder_layer_norm at false.")
+        if self.encoder_edge_dropout > 0 and self.encoder not in EDGE_DROPPING_ENCODERS:
+            raise PLNLPError(
+                f"encoder_edge_dropout thins each direction of an edge by itself, which encoder "
+                f"{self.encoder!r} cannot read (sage assumes a symmetric graph, gat ignores "
+                f"edge values); set encoder to one of {', '.join(EDGE_DROPPING_ENCODERS)}, or "
+                "leave encoder_edge_dropout at 0."
+            )
 
     def _validate_edge_level(self) -> None:
         if self.edge_path_length not in PATH_LENGTHS:
@@ -235,10 +252,10 @@ class PLNLPConfig:
         feature_size = info.feature_dim if self.feature_categories is None else self.embedding_dim
         input_size = (self.embedding_dim * (self.node_input != "features")
                       + feature_size * (self.node_input != "embedding"))
-        if self.encoder == "sum" and input_size != self.hidden_channels:
+        if self.encoder in WEIGHT_FREE_ENCODERS and input_size != self.hidden_channels:
             raise PLNLPError(
-                f"encoder sum has no weights, so the node input's size ({input_size}) must equal "
-                f"hidden_channels ({self.hidden_channels}); set embedding_dim to "
+                f"encoder {self.encoder} has no weights, so the node input's size ({input_size}) "
+                f"must equal hidden_channels ({self.hidden_channels}); set embedding_dim to "
                 f"{self.hidden_channels} with node_input=embedding."
             )
         if self.node_input != "embedding" and info.feature_dim == 0:
@@ -273,6 +290,13 @@ class PLNLPConfig:
                 "remove the setting."
             )
 
+
+WEIGHT_FREE_ENCODERS = ("sum", "pure_gcn")
+"""Encoders without weights: their input's size is their output's."""
+
+EDGE_DROPPING_ENCODERS = ("gcn", "sum", "pure_gcn")
+"""Encoders that read the adjacency's values, so that encoder_edge_dropout
+can thin them."""
 
 EDGE_LEVEL_SETTINGS = {"target_edge_removal": True, "edge_dropout": 0.0, "edge_path_length": 2,
                        "edge_counts": None, "ncn_xlin": False, "ncn_tail_activation": False,

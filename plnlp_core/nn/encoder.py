@@ -5,6 +5,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv
 
 from plnlp_core.nn.mean_aggregation import SymmetricSAGEConv
+from plnlp_core.nn.pure_gcn import PureGCN
 from plnlp_core.nn.relu_dropout import relu_dropout
 from plnlp_core.nn.sum_aggregation import SumAggregation
 from plnlp_core.registry import Registry
@@ -15,6 +16,7 @@ ENCODERS.register("sage")(SymmetricSAGEConv)
 ENCODERS.register("gcn")(functools.partial(GCNConv, cached=True))
 ENCODERS.register("gat")(GATConv)
 ENCODERS.register("sum")(SumAggregation)
+ENCODERS.register("pure_gcn")(PureGCN)
 ENCODERS.register("none")(None)
 
 
@@ -28,17 +30,30 @@ class GNNEncoder(nn.Module):
         \right)\right),
 
     with ReLU and dropout between layers, and after the last layer too when
-    ``activate_last_layer`` (the authors' one-layer encoder does so). With
-    ``residual`` each layer whose input and output sizes agree adds its
+    ``activate_last_layer`` (the authors' one-layer encoder does so);
+    ``layer_norm`` puts a LayerNorm before each of them (NCN's ``--ln``).
+    With ``residual`` each layer whose input and output sizes agree adds its
     input, :math:`\mathbf{h}^{(l)} = \mathbf{h}^{(l-1)} + \sigma(\ldots)`
     (NCN's ``--res``). The ``"none"`` encoder returns its input, which
     makes the model matrix factorisation over the node input.
 
+    Weight-free layers (``"sum"``, ``"pure_gcn"``) are linear maps of the
+    graph, stacked as NCN stacks them: nothing between layers, and dropout
+    alone (no ReLU) on the last layer's output (NCN's tail dropout).
+
+    With ``edge_dropout`` :math:`p > 0` every layer of a training pass reads
+    the adjacency with its entries dropped as dropout drops activations,
+    :math:`\tilde{A}_{ij} = A_{ij} m_{ij} / (1 - p)`,
+    :math:`m_{ij} \sim \mathrm{Bernoulli}(1 - p)`, drawn anew for each layer
+    and each direction of an edge (NCN's ``--gnnedp``): the encoder's
+    message passing is thinned, the edge level's common neighbours are not.
+
     Args:
         name (str): ``"sage"`` (mean aggregation), ``"gcn"`` (symmetric
             normalisation with self-loops), ``"gat"``, ``"sum"`` (sum
-            aggregation without weights, :class:`SumAggregation`) or
-            ``"none"``.
+            aggregation without weights, :class:`SumAggregation`),
+            ``"pure_gcn"`` (GCN's propagation without weights,
+            :class:`PureGCN`) or ``"none"``.
         in_channels (int): Size of the node input.
         hidden_channels (int): Size of every layer's output.
         num_layers (int): Number of layers.
@@ -47,6 +62,9 @@ class GNNEncoder(nn.Module):
             as well. (default: ``False``)
         residual (bool): Add each layer's input to its output. (default:
             ``False``)
+        layer_norm (bool): A LayerNorm before each ReLU. (default: ``False``)
+        edge_dropout (float): The fraction :math:`p` of adjacency entries
+            each layer drops in training. (default: ``0.0``)
 
     Shapes:
         - **input:** node input :math:`(N, F)`, adjacency :math:`(N, N)`
@@ -57,32 +75,54 @@ class GNNEncoder(nn.Module):
     def __init__(
         self, name: str, in_channels: int, hidden_channels: int, num_layers: int,
         dropout: float = 0.0, activate_last_layer: bool = False, residual: bool = False,
+        layer_norm: bool = False, edge_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         self.name = name
         self.dropout = dropout
         self.activate_last_layer = activate_last_layer
         self.residual = residual
+        self.edge_dropout = edge_dropout
         conv = ENCODERS.get(name)
         self.convs = nn.ModuleList()
+        self.norms = nn.ModuleList()
         if conv is not None:
             sizes = [in_channels] + [hidden_channels] * num_layers
             self.convs.extend(conv(a, b) for a, b in zip(sizes[:-1], sizes[1:], strict=True))
+        for conv_layer in self.convs:
+            if edge_dropout > 0 and getattr(conv_layer, "cached", False):
+                conv_layer.cached = False  # the graph changes at every pass
+        self.weight_free = bool(self.convs) and not getattr(self.convs[0], "has_weights", True)
+        if layer_norm and self.weight_free:
+            raise ValueError(f"{name} has no weights and no activation to normalise before")
+        if layer_norm:
+            self.norms.extend(nn.LayerNorm(hidden_channels) for _ in self.convs)
         self.out_channels = hidden_channels if self.convs else in_channels
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for conv in self.convs:
-            conv.reset_parameters()
+        for module in [*self.convs, *self.norms]:
+            module.reset_parameters()
 
     def forward(self, x: Tensor, adj: Tensor) -> Tensor:
         last = len(self.convs) - 1
         for i, conv in enumerate(self.convs):
-            out = self._convolve(conv, x, adj)
-            if i < last or self.activate_last_layer:
-                out = self._activate(out)
+            out = self._convolve(conv, x, self._drop_entries(adj))
+            if self.weight_free:
+                if i == last:
+                    out = nn.functional.dropout(out, self.dropout, self.training)
+            elif i < last or self.activate_last_layer:
+                out = self._activate(self.norms[i](out) if self.norms else out)
             x = x + out if self.residual and out.shape == x.shape else out
         return x
+
+    def _drop_entries(self, adj: Tensor) -> Tensor:
+        """``adj`` with its entries dropped and the kept scaled (training,
+        ``edge_dropout`` > 0), else ``adj`` itself."""
+        if not (self.training and self.edge_dropout > 0):
+            return adj
+        values = nn.functional.dropout(adj.values(), self.edge_dropout, True)
+        return torch.sparse_csr_tensor(adj.crow_indices(), adj.col_indices(), values, adj.shape)
 
     @staticmethod
     def _convolve(conv: nn.Module, x: Tensor, adj: Tensor) -> Tensor:
@@ -100,4 +140,5 @@ class GNNEncoder(nn.Module):
     def __repr__(self) -> str:
         return (f"GNNEncoder({self.name}, layers={len(self.convs)}, "
                 f"out_channels={self.out_channels}, "
-                f"activate_last_layer={self.activate_last_layer}, residual={self.residual})")
+                f"activate_last_layer={self.activate_last_layer}, residual={self.residual}, "
+                f"layer_norm={bool(self.norms)}, edge_dropout={self.edge_dropout})")

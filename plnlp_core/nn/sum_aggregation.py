@@ -22,6 +22,8 @@ class SumAggregation(nn.Module):
         - **output:** :math:`(N, C)`
     """
 
+    has_weights = False
+
     def __init__(self, in_channels: int, out_channels: int) -> None:
         super().__init__()
         if in_channels != out_channels:

@@ -1,5 +1,6 @@
 """NCN's options at the edge level, each against a small dense reference:
-the predictor, the weight-free sum encoder with its residual, orthogonal
+the predictor, the weight-free sum and GCN encoders with their residual,
+LayerNorm in the encoder, the encoder's own edge dropout, orthogonal
 embeddings, input dropout, the predictor's learning rate, target-edge
 removal off, edge dropout, the count features off and a categorical
 feature embedded."""
@@ -73,9 +74,83 @@ def test_the_sum_encoder_with_residual_is_x_plus_a_x(graph):
     assert list(one.parameters()) == []
     torch.testing.assert_close(one(x, adj), x + a @ x)
     two = GNNEncoder("sum", 6, 6, 2, residual=False)
-    torch.testing.assert_close(two(x, adj), a @ (a @ x).relu())
+    torch.testing.assert_close(two(x, adj), a @ (a @ x))  # NCN: nothing between pure layers
     with pytest.raises(ValueError, match="in_channels"):
         GNNEncoder("sum", 5, 6, 1)
+
+
+def gcn_propagation(a: torch.Tensor) -> torch.Tensor:
+    """The dense D^-1/2 (A + I) D^-1/2, D = 1 + the row sums of A."""
+    norm = (1 + a.sum(1)).rsqrt()
+    return norm[:, None] * (a + torch.eye(a.size(0))) * norm[None, :]
+
+
+def test_the_pure_gcn_encoder_is_gcn_propagation_with_tail_dropout(graph):
+    edges, adj, _ = graph
+    x = torch.randn(NUM_NODES, 6)
+    p = gcn_propagation(dense(edges, NUM_NODES))
+    encoder = GNNEncoder("pure_gcn", 6, 6, 3, dropout=0.5, residual=True)
+    assert list(encoder.parameters()) == []
+    h1 = x + p @ x
+    h2 = h1 + p @ h1
+    torch.testing.assert_close(encoder.eval()(x, adj), h2 + p @ h2)
+    torch.manual_seed(0)
+    plain = GNNEncoder("pure_gcn", 6, 6, 2, dropout=0.5).train()
+    out, expected = plain(x, adj), p @ (p @ x)  # dropout on the last output alone, no ReLU
+    dropped = out == 0
+    assert 0.3 < dropped.float().mean() < 0.7
+    torch.testing.assert_close(out[~dropped], 2 * expected[~dropped])
+
+
+def test_layer_norm_comes_before_each_activation(graph):
+    _, adj, _ = graph
+    torch.manual_seed(0)
+    encoder = GNNEncoder("gcn", 4, 6, 2, layer_norm=True).eval()
+    x = torch.randn(NUM_NODES, 4)
+    first = encoder.norms[0](encoder.convs[0](x, adj)).relu()
+    torch.testing.assert_close(encoder(x, adj), encoder.convs[1](first, adj))
+    one = GNNEncoder("gcn", 4, 6, 1, activate_last_layer=True, layer_norm=True).eval()
+    torch.testing.assert_close(one(x, adj), one.norms[0](one.convs[0](x, adj)).relu())
+    with pytest.raises(ValueError, match="no weights"):
+        GNNEncoder("sum", 6, 6, 1, layer_norm=True)
+
+
+def test_encoder_edge_dropout_drops_entries_by_direction_in_training_only(graph):
+    """The sum encoder of the identity is the adjacency it read: each entry
+    kept at 1 / (1 - p) or dropped, each direction by itself, anew at every
+    pass; evaluation reads the whole graph."""
+    edges, adj, _ = graph
+    a = dense(edges, NUM_NODES)
+    encoder = GNNEncoder("sum", NUM_NODES, NUM_NODES, 1, edge_dropout=0.5)
+    torch.manual_seed(0)
+    first, second = encoder.train()(torch.eye(NUM_NODES), adj), encoder(torch.eye(NUM_NODES), adj)
+    for read in (first, second):
+        assert bool(((read == 0) | (read == 2)).all()) and bool((read <= 2 * a).all())
+        assert 0.3 < float((read[a > 0] == 0).float().mean()) < 0.7
+    assert not torch.equal(first, first.t()) and not torch.equal(first, second)
+    torch.testing.assert_close(encoder.eval()(torch.eye(NUM_NODES), adj), a)
+    gcn = GNNEncoder("gcn", 4, 4, 1, edge_dropout=0.5)
+    assert gcn.convs[0].cached is False
+
+
+@pytest.mark.parametrize("changes,sentence", [
+    (dict(encoder="sum", embedding_dim=8, hidden_channels=8, encoder_layer_norm=True),
+     "encoder_layer_norm normalises before each ReLU, and encoder 'sum' has no weights and no "
+     "ReLU; set encoder=gcn or sage, or leave encoder_layer_norm at false."),
+    (dict(encoder="sage", encoder_edge_dropout=0.1),
+     "encoder_edge_dropout thins each direction of an edge by itself, which encoder 'sage' "
+     "cannot read (sage assumes a symmetric graph, gat ignores edge values); set encoder to one "
+     "of gcn, sum, pure_gcn, or leave encoder_edge_dropout at 0."),
+    (dict(encoder="gcn", encoder_edge_dropout=1.0),
+     "encoder_edge_dropout must be in [0, 1), got 1.0."),
+    (dict(encoder="pure_gcn", embedding_dim=8, hidden_channels=16),
+     "encoder pure_gcn has no weights, so the node input's size (8) must equal hidden_channels "
+     "(16); set embedding_dim to 16 with node_input=embedding."),
+])
+def test_encoder_options_the_encoder_cannot_serve_are_refused(changes, sentence):
+    with pytest.raises(PLNLPError) as error:
+        PLNLPConfig.from_mapping(changes).validate()
+    assert str(error.value) == sentence
 
 
 def test_residual_adds_each_layers_input_where_the_sizes_agree(graph):
