@@ -25,7 +25,10 @@ class DatasetArtifact:
 @dataclass(frozen=True)
 class DatasetMeta:
     """The small description ``meta.json`` holds; ``info`` is the whole
-    :class:`DatasetInfo` of a graph outside OGB's registry (a user's own)."""
+    :class:`DatasetInfo` of a graph outside OGB's registry (a user's own);
+    ``categories`` is what the node features hold as one categorical column
+    (:func:`plnlp_core.nn.node_input.summarize_categories`), so that a bad
+    ``feature_categories`` is refused before training."""
 
     dataset: str
     num_nodes: int
@@ -34,6 +37,7 @@ class DatasetMeta:
     metric: str
     num_train_edges: int
     info: dict | None = None
+    categories: dict | None = None  # the node features as one categorical column, checked
 
     def write(self, directory: Path) -> None:
         (directory / "meta.json").write_text(json.dumps(asdict(self), indent=2))

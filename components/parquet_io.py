@@ -10,6 +10,7 @@ from torch import Tensor
 
 from components.artifacts import DatasetMeta
 from plnlp_core.datasets import DATASETS, LinkSplit
+from plnlp_core.nn.node_input import summarize_categories
 
 PAIR_TABLES = ("valid_pos", "valid_neg", "test_pos", "test_neg")
 
@@ -62,6 +63,7 @@ def write_split(split: LinkSplit, directory: Path) -> DatasetMeta:
         feature_dim=0 if split.x is None else split.x.size(1), metric=split.info.metric,
         num_train_edges=split.train_pos.size(0),
         info=None if split.info.name in DATASETS else dataclasses.asdict(split.info),
+        categories=None if split.x is None else summarize_categories(split.x),
     )
     meta.write(directory)
     return meta

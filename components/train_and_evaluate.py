@@ -34,7 +34,7 @@ def train_and_evaluate(
     and export hold what a training worker holds (its GPU, or its CPUs as
     threads). The training checkpoints are removed once MLflow holds the
     best model."""
-    config.validate_graph(dataset.meta.num_nodes)
+    config.validate_graph(dataset.meta.num_nodes, dataset.meta.categories)
     cache_root = str(Path(dataset.directory).parent)  # walks are cached beside their splits
     walks = augment(dataset, config, cache_root) if config.uses_random_walk else None
     with run_checkpoints(checkpoints) as storage:
@@ -86,7 +86,7 @@ def train_in_run(
     scheduler's ``decision_epochs``). The first training of this process
     also logs where its start-up went (``startup_*_s``, see
     :mod:`components.startup`)."""
-    config.validate_graph(dataset.meta.num_nodes)
+    config.validate_graph(dataset.meta.num_nodes, dataset.meta.categories)
     run_id = mlflow.active_run().info.run_id
     start = time.perf_counter()
     trained = train(dataset, walks, config, str(storage), workers, mlflow.get_tracking_uri(),

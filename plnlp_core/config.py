@@ -17,6 +17,7 @@ from plnlp_core.nn import (
     PATH_LENGTHS,
     PREDICTORS,
 )
+from plnlp_core.nn.node_input import refuse_categories
 from plnlp_core.sampling import NEGATIVE_MODES, SAMPLERS, check_pool_size
 
 WALK_STARTS = ("all", "train_endpoints", "edge_endpoints")
@@ -243,10 +244,15 @@ class PLNLPConfig:
                 raise PLNLPError(f"{key} applies to {scope} only; set {fix} or leave {key} at "
                                  f"{shown}.")
 
-    def validate_graph(self, num_nodes: int) -> None:
-        """Refuses settings the loaded graph cannot serve, before training."""
+    def validate_graph(self, num_nodes: int,
+                       categories: dict[str, float | int | None] | None = None) -> None:
+        """Refuses settings the loaded graph cannot serve, before training:
+        ``categories`` is what its node features hold as one categorical
+        column (:func:`~plnlp_core.nn.node_input.summarize_categories`)."""
         if SAMPLERS.get(self.sampler).guided:
             check_pool_size(self.candidate_pool, num_nodes)
+        if self.feature_categories is not None and categories is not None:
+            refuse_categories(categories, self.feature_categories)
 
     def _validate_against(self, info: DatasetInfo) -> None:
         feature_size = info.feature_dim if self.feature_categories is None else self.embedding_dim

@@ -95,26 +95,41 @@ def category_index(x: Tensor, num_categories: int) -> Tensor:
     column of the one in its one-hot row of ``x`` (:math:`F = C` columns),
     or the value of its one integer column (:math:`F = 1`). Refuses a row
     that is not one-hot, or a value that is no integer below :math:`C`."""
-    if x.size(1) == 1:
-        return _integer_categories(x.squeeze(1), num_categories)
-    return _one_hot_categories(x)
+    refuse_categories(summarize_categories(x), num_categories)
+    return x.argmax(dim=1) if x.size(1) > 1 else x.squeeze(1).long()
 
 
-def _integer_categories(column: Tensor, num_categories: int) -> Tensor:
-    index = column.long()
-    bad = ((index != column) | (index < 0) | (index >= num_categories)).nonzero()
-    if bad.numel():
-        node = int(bad[0])
-        raise PLNLPError(f"node {node}'s category column holds {column[node].item():g}, outside "
-                         f"feature_categories' range 0..{num_categories - 1}; fix the column or "
-                         "raise feature_categories.")
-    return index
+def summarize_categories(x: Tensor) -> dict[str, float | int | None]:
+    """What ``x`` holds as one categorical column, small enough for a
+    dataset's ``meta.json``: its column count, the first node whose row is
+    no category (not one-hot over several columns; not a non-negative
+    integer in one) with that value, and the largest category's node."""
+    if x.size(1) > 1:
+        bad = (((x != 0) & (x != 1)).any(dim=1) | (x.sum(dim=1) != 1)).nonzero()
+        return {"columns": x.size(1), "bad_node": int(bad[0]) if bad.numel() else None,
+                "bad_value": None, "largest_node": None}
+    column = x.squeeze(1)
+    bad = ((column.long() != column) | (column < 0)).nonzero()
+    return {"columns": 1, "bad_node": int(bad[0]) if bad.numel() else None,
+            "bad_value": float(column[bad[0]]) if bad.numel() else None,
+            "largest_node": int(column.argmax()) if column.numel() else None,
+            "largest": float(column.max()) if column.numel() else None}
 
 
-def _one_hot_categories(x: Tensor) -> Tensor:
-    bad = (((x != 0) & (x != 1)).any(dim=1) | (x.sum(dim=1) != 1)).nonzero()
-    if bad.numel():
-        raise PLNLPError(f"node {int(bad[0])}'s feature row is not one-hot over the "
-                         f"{x.size(1)} columns feature_categories declares; give each node one 1, "
-                         "or set feature_categories to null to use the features raw.")
-    return x.argmax(dim=1)
+def refuse_categories(summary: dict[str, float | int | None], num_categories: int) -> None:
+    """Refuses node features that :func:`summarize_categories` found to be
+    no ``num_categories``-way categorical column, naming the first node."""
+    node = summary["bad_node"]
+    if summary["columns"] > 1 and node is not None:
+        raise PLNLPError(f"node {node}'s feature row is not one-hot over the "
+                         f"{summary['columns']} columns feature_categories declares; give each "
+                         "node one 1, or set feature_categories to null to use the features raw.")
+    if summary["columns"] == 1:
+        value = summary["bad_value"]
+        if node is None and summary["largest_node"] is not None \
+                and summary["largest"] >= num_categories:
+            node, value = summary["largest_node"], summary["largest"]
+        if node is not None:
+            raise PLNLPError(f"node {node}'s category column holds {value:g}, outside "
+                             f"feature_categories' range 0..{num_categories - 1}; fix the column "
+                             "or raise feature_categories.")

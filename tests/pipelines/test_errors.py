@@ -320,6 +320,10 @@ ENTRIES: dict[str, Entry] = {
     "own-features-uncovered": own_graph("has no row for 1 of the graph's 60 node ids (e.g. 59); "
                                         "add a row for every node id."),
     "own-no-time": own_graph("a time split needs a time column, and"),
+    "own-features-not-one-hot": own_graph("node 7's feature row is not one-hot over the 3 "
+                                          "columns feature_categories declares"),
+    "own-features-category-out-of-range": own_graph("node 11's category column holds 5, outside "
+                                                    "feature_categories' range 0..2"),
     "stage-cache-unreadable": Entry("is unreadable; delete", None, "none",
                                     "test_library_safety_nets_raise_plnlp_error"),
     "feature-not-one-hot": Entry("node 1's feature row is not one-hot over the 3 columns",
@@ -1261,6 +1265,16 @@ BAD_GRAPHS: dict[str, Callable[[Path], list[str]]] = {
         "--set", "node_input=both"],
     "own-no-time": lambda tmp: [str(write(tmp / "g.csv", "src,dst\n" + ring_edges(40))),
                                 "--split", "time:0.8,0.1,0.1"],
+    "own-features-not-one-hot": lambda tmp: [
+        str(write(tmp / "g.csv", "src,dst\n" + ring_edges(60))), "--node-features",
+        str(write(tmp / "f.csv", "id,a,b,c\n" + "".join(
+            f"{i},1,{int(i == 7)},0\n" for i in range(60)))),
+        "--set", "node_input=features", "--set", "feature_categories=3"],
+    "own-features-category-out-of-range": lambda tmp: [
+        str(write(tmp / "g.csv", "src,dst\n" + ring_edges(60))), "--node-features",
+        str(write(tmp / "f.csv", "id,species\n" + "".join(
+            f"{i},{5 if i == 11 else i % 3}\n" for i in range(60)))),
+        "--set", "node_input=features", "--set", "feature_categories=3"],
 }
 
 
