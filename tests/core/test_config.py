@@ -52,7 +52,7 @@ def test_replace_checks_the_changed_settings_too():
 
 @pytest.mark.parametrize(("key", "value", "valid"), [
     ("dataset", "cora", "citation2, collab, ddi, ppa"),
-    ("encoder", "gin", "gat, gcn, none, sage"),
+    ("encoder", "gin", "gat, gcn, none, pure_gcn, sage, sum"),
     ("predictor", "cosine", "bilinear, dot, mlp, mlp_concat"),
     ("loss", "bce", "auc, ce, hinge_auc, log_rank, weighted_hinge_auc"),
     ("sampler", "uniform", "adversarial, global, hard, local"),
