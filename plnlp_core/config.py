@@ -178,10 +178,11 @@ class PLNLPConfig:
         return info
 
     def _validate_encoder_options(self) -> None:
-        if self.encoder_layer_norm and self.encoder in WEIGHT_FREE_ENCODERS:
-            raise PLNLPError(f"encoder_layer_norm normalises before each ReLU, and encoder "
-                             f"{self.encoder!r} has no weights and no ReLU; set encoder=gcn or "
-                             "sage, or leave encoder_layer_norm at false.")
+        for key in ("encoder_layer_norm", "activate_last_layer"):
+            if getattr(self, key) and self.encoder in WEIGHT_FREE_ENCODERS:
+                raise PLNLPError(f"{key} acts at the encoder's ReLUs, and encoder "
+                                 f"{self.encoder!r} has no weights and no ReLU; set encoder=gcn "
+                                 f"or sage, or leave {key} at false.")
         if self.encoder_edge_dropout > 0 and self.encoder not in EDGE_DROPPING_ENCODERS:
             raise PLNLPError(
                 f"encoder_edge_dropout thins each direction of an edge by itself, which encoder "

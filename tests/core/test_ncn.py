@@ -135,8 +135,11 @@ def test_encoder_edge_dropout_drops_entries_by_direction_in_training_only(graph)
 
 @pytest.mark.parametrize("changes,sentence", [
     (dict(encoder="sum", embedding_dim=8, hidden_channels=8, encoder_layer_norm=True),
-     "encoder_layer_norm normalises before each ReLU, and encoder 'sum' has no weights and no "
+     "encoder_layer_norm acts at the encoder's ReLUs, and encoder 'sum' has no weights and no "
      "ReLU; set encoder=gcn or sage, or leave encoder_layer_norm at false."),
+    (dict(encoder="pure_gcn", embedding_dim=8, hidden_channels=8, activate_last_layer=True),
+     "activate_last_layer acts at the encoder's ReLUs, and encoder 'pure_gcn' has no weights "
+     "and no ReLU; set encoder=gcn or sage, or leave activate_last_layer at false."),
     (dict(encoder="sage", encoder_edge_dropout=0.1),
      "encoder_edge_dropout thins each direction of an edge by itself, which encoder 'sage' "
      "cannot read (sage assumes a symmetric graph, gat ignores edge values); set encoder to one "
