@@ -27,7 +27,14 @@ def evaluate_checkpoint(
     ``final_<split>_<metric>`` (e.g. ``final_test_hits_20``), computed on
     the GPU when the task was granted one (ask with
     :meth:`components.workers.WorkerGroup.task_resources`)."""
-    split, model, adj = load_trained(dataset, trained, config)
+    return final_metrics(*load_trained(dataset, trained, config), config)
+
+
+def final_metrics(
+    split: LinkSplit, model: PLNLPModel, adj: Tensor, config: PLNLPConfig,
+) -> dict[str, float]:
+    """``model``'s validation and test metrics over its input graph ``adj``,
+    keyed ``final_<split>_<metric>``."""
     splits = {"valid": (split.valid_pos, split.valid_neg), "test": (split.test_pos, split.test_neg)}
     x = None if split.x is None else split.x.to(adj.device)
     metrics = evaluate(model, split.info, x, adj, splits, config.eval_batch_size)

@@ -1,8 +1,10 @@
 """Stage ``export``: the best checkpoint as an MLflow ``pyfunc`` model of
 the active run, ``model``, that scores pairs of the user's node ids (see
-:mod:`components.served_model`). A Ray task encodes the nodes once
-(:class:`plnlp_core.link_scorer.LinkScorer`) where training ran; the driver
-logs the files it wrote with the model's own copy of :mod:`plnlp_core`."""
+:mod:`components.served_model`). The Ray task that evaluates the best
+checkpoint where training ran also encodes the nodes once
+(:class:`plnlp_core.link_scorer.LinkScorer`) from what it has read; the
+driver logs the files it wrote with the model's own copy of
+:mod:`plnlp_core`."""
 import warnings
 from importlib.metadata import version
 from pathlib import Path
@@ -16,7 +18,7 @@ from mlflow.types import ColSpec, Schema
 import components.served_model
 import plnlp_core
 from components.artifacts import DatasetArtifact, TrainArtifact
-from components.evaluate import load_trained
+from components.evaluate import final_metrics, load_trained
 from components.load import NODE_IDS_FILE
 from components.scheduling import ANYWHERE
 from plnlp_core.config import PLNLPConfig
@@ -29,16 +31,18 @@ REQUIREMENTS = ("torch", "torch-geometric", "ogb", "pyarrow", "pandas", "scipy")
 
 
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
-def export_scorer(
+def evaluate_and_export(
     dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig, directory: str,
-) -> str:
-    """Writes the best checkpoint's :class:`LinkScorer` into ``directory``
-    (storage the driver sees); returns what the node ids are, ``"long"``
-    or ``"string"``."""
+) -> tuple[dict[str, float], str]:
+    """The best checkpoint's ``final_*`` metrics (the evaluate stage), and
+    its :class:`LinkScorer` written into ``directory`` (storage the driver
+    sees), from one reading of the split and the checkpoint; returns the
+    metrics and what the node ids are, ``"long"`` or ``"string"``."""
     split, model, adj = load_trained(dataset, trained, config)
+    final = final_metrics(split, model, adj, config)
     scorer = LinkScorer.encode(model, split, adj, config, dataset_node_ids(dataset))
     scorer.save(Path(directory))
-    return scorer.node_ids.kind
+    return final, scorer.node_ids.kind
 
 
 def dataset_node_ids(dataset: DatasetArtifact) -> NodeIds:

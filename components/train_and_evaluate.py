@@ -13,8 +13,7 @@ import ray.train
 from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
 from components.augment import augment
 from components.checkpoints import CHECKPOINTS_TAG
-from components.evaluate import evaluate_checkpoint
-from components.model_export import export_scorer, log_link_model
+from components.model_export import evaluate_and_export, log_link_model
 from components.startup import DRIVER_MARKS, startup_phases
 from components.tracking import log_training
 from components.train import train
@@ -49,13 +48,11 @@ def evaluate_and_log_model(
     resources: dict[str, float], scorer: Path,
 ) -> dict[str, float]:
     """The best checkpoint's ``final_*`` metrics and its MLflow ``model``,
-    both logged to the active run: two Ray tasks holding ``resources``
-    evaluate it and write its scorer to ``scorer`` (storage the driver
-    sees) side by side. Returns the metrics."""
-    final, id_kind = ray.get([
-        evaluate_checkpoint.options(**resources).remote(dataset, trained, config),
-        export_scorer.options(**resources).remote(dataset, trained, config, str(scorer)),
-    ])
+    both logged to the active run: one Ray task holding ``resources``
+    evaluates it and writes its scorer to ``scorer`` (storage the driver
+    sees), reading the split and the checkpoint once. Returns the metrics."""
+    final, id_kind = ray.get(evaluate_and_export.options(**resources).remote(
+        dataset, trained, config, str(scorer)))
     mlflow.log_metrics(final)
     log_link_model(scorer, id_kind)
     return final
