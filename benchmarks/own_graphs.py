@@ -15,10 +15,10 @@ the test pairs on the training graph; PLNLP trains with the preset of
 is scored on the same test pairs. Small graphs are run with several split
 seeds (mean and standard deviation); the table gives test AUC and the
 seconds PLNLP took (training and evaluation, on the threads set by
-``--threads``), one column per preset: ``--preset default,ene`` sets the
-node level beside the edge level. The suite ends with sparse networks where
-common neighbours are rare (power grids, router- and AS-level internet
-topologies, mean degree 2.6 to 3.3).
+``--threads``), one column per preset: ``--preset node,default`` sets the
+node level beside the edge level (the default). The suite ends with sparse
+networks where common neighbours are rare (power grids, a road network,
+router- and AS-level internet topologies, mean degree 2.6 to 3.3).
 
 Only ``plnlp_core`` is used (no Ray, no MLflow).
 """
@@ -392,7 +392,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="four small graphs, the 'quick' preset, for a check in a minute")
     parser.add_argument("--preset", help="comma-separated presets of pipelines/presets/own.yaml, "
                                          "each a column (default: 'default', 'quick' with "
-                                         "--quick; e.g. default,ene to compare the levels)")
+                                         "--quick; e.g. node,default to compare the levels)")
     parser.add_argument("--only", help="comma-separated graph names to run")
     parser.add_argument("--seeds", type=int, help="split seeds per graph (default: 5 for "
                                                   "the bundled graphs, 3, 1 for 5k/100k)")

@@ -24,7 +24,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "(train, valid, test files: src, dst, label)")
     parser.add_argument("--preset", help="settings to start from (pipelines/presets/"
                                          "<dataset>.yaml, own.yaml for your graph); default: "
-                                         "paper, or default for your graph")
+                                         "paper, or default for your graph (the edge "
+                                         "level; node for the faster node level)")
     parser.add_argument("--config", type=Path, help="a YAML mapping of settings to override")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="override one setting (repeatable)")
