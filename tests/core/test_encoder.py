@@ -71,8 +71,8 @@ def test_node_input_concatenates_embedding_and_features():
 
 
 def test_unknown_encoder_name_raises_plnlp_error_listing_the_valid_names():
-    assert ENCODERS.names == ["gat", "gcn", "none", "sage", "sum"]
-    with pytest.raises(PLNLPError, match="gat, gcn, none, sage"):
+    assert ENCODERS.names == ["gat", "gcn", "none", "pure_gcn", "sage", "sum"]
+    with pytest.raises(PLNLPError, match="gat, gcn, none, pure_gcn, sage, sum"):
         GNNEncoder("gin", 4, 4, 2)
 
 
