@@ -105,8 +105,7 @@ def summarize_categories(x: Tensor) -> dict[str, float | int | None]:
     no category (not one-hot over several columns; not a non-negative
     integer in one) with that value, and the largest category's node."""
     if x.size(1) > 1:
-        bad = (((x != 0) & (x != 1)).any(dim=1) | (x.sum(dim=1) != 1)).nonzero()
-        return {"columns": x.size(1), "bad_node": int(bad[0]) if bad.numel() else None,
+        return {"columns": x.size(1), "bad_node": _first_row_not_one_hot(x),
                 "bad_value": None, "largest_node": None}
     column = x.squeeze(1)
     bad = ((column.long() != column) | (column < 0)).nonzero()
@@ -114,6 +113,17 @@ def summarize_categories(x: Tensor) -> dict[str, float | int | None]:
             "bad_value": float(column[bad[0]]) if bad.numel() else None,
             "largest_node": int(column.argmax()) if column.numel() else None,
             "largest": float(column.max()) if column.numel() else None}
+
+
+def _first_row_not_one_hot(x: Tensor, chunk: int = 65536) -> int | None:
+    """The first row of ``x`` that is not one-hot, read in chunks of rows
+    (real-valued features stop at the first)."""
+    for start in range(0, x.size(0), chunk):
+        rows = x[start:start + chunk]
+        bad = (((rows != 0) & (rows != 1)).any(dim=1) | (rows.sum(dim=1) != 1)).nonzero()
+        if bad.numel():
+            return start + int(bad[0])
+    return None
 
 
 def refuse_categories(summary: dict[str, float | int | None], num_categories: int) -> None:
