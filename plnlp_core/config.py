@@ -17,6 +17,7 @@ from plnlp_core.nn import (
     PATH_LENGTHS,
     PREDICTORS,
 )
+from plnlp_core.nn.encoder import WEIGHT_FREE_ENCODERS
 from plnlp_core.nn.node_input import refuse_categories
 from plnlp_core.sampling import NEGATIVE_MODES, SAMPLERS, check_pool_size
 
@@ -297,9 +298,6 @@ class PLNLPConfig:
                 "remove the setting."
             )
 
-
-WEIGHT_FREE_ENCODERS = ("sum", "pure_gcn")
-"""Encoders without weights: their input's size is their output's."""
 
 EDGE_DROPPING_ENCODERS = ("gcn", "sum", "pure_gcn")
 """Encoders that read the adjacency's values, so that encoder_edge_dropout

@@ -74,9 +74,7 @@ class EdgeLevelModel(PLNLPModel):
         self.target_edge_removal = target_edge_removal
         self.edge_dropout = edge_dropout
         if target_edge_removal or edge_dropout > 0:
-            for conv in encoder.convs:
-                if getattr(conv, "cached", False):
-                    conv.cached = False
+            encoder.stop_caching()
         self.predictor = predictor
         self._lookup: AdjacencyLookup | None = None
 

@@ -8,6 +8,7 @@ from plnlp_core.nn.mean_aggregation import SymmetricSAGEConv
 from plnlp_core.nn.pure_gcn import PureGCN
 from plnlp_core.nn.relu_dropout import relu_dropout
 from plnlp_core.nn.sum_aggregation import SumAggregation
+from plnlp_core.nn.weight_free import WeightFreeConv
 from plnlp_core.registry import Registry
 
 ENCODERS: Registry[type[nn.Module] | None] = Registry("encoder")
@@ -18,6 +19,10 @@ ENCODERS.register("gat")(GATConv)
 ENCODERS.register("sum")(SumAggregation)
 ENCODERS.register("pure_gcn")(PureGCN)
 ENCODERS.register("none")(None)
+WEIGHT_FREE_ENCODERS = tuple(name for name in ENCODERS.names
+                             if isinstance(ENCODERS.get(name), type)
+                             and issubclass(ENCODERS.get(name), WeightFreeConv))
+"""Encoders without weights: their input's size is their output's."""
 
 
 class GNNEncoder(nn.Module):
@@ -89,10 +94,9 @@ class GNNEncoder(nn.Module):
         if conv is not None:
             sizes = [in_channels] + [hidden_channels] * num_layers
             self.convs.extend(conv(a, b) for a, b in zip(sizes[:-1], sizes[1:], strict=True))
-        for conv_layer in self.convs:
-            if edge_dropout > 0 and getattr(conv_layer, "cached", False):
-                conv_layer.cached = False  # the graph changes at every pass
-        self.weight_free = bool(self.convs) and not getattr(self.convs[0], "has_weights", True)
+        if edge_dropout > 0:
+            self.stop_caching()  # the graph changes at every pass
+        self.weight_free = bool(self.convs) and isinstance(self.convs[0], WeightFreeConv)
         if layer_norm and self.weight_free:
             raise ValueError(f"{name} has no weights and no activation to normalise before")
         if layer_norm:
@@ -103,6 +107,13 @@ class GNNEncoder(nn.Module):
     def reset_parameters(self) -> None:
         for module in [*self.convs, *self.norms]:
             module.reset_parameters()
+
+    def stop_caching(self) -> None:
+        """Makes layers that cache their normalised adjacency (GCN) compute
+        it at every pass, for a graph that changes between passes."""
+        for conv in self.convs:
+            if getattr(conv, "cached", False):
+                conv.cached = False
 
     def forward(self, x: Tensor, adj: Tensor) -> Tensor:
         last = len(self.convs) - 1

@@ -106,7 +106,7 @@ def summarize_categories(x: Tensor) -> dict[str, float | int | None]:
     integer in one) with that value, and the largest category's node."""
     if x.size(1) > 1:
         return {"columns": x.size(1), "bad_node": _first_row_not_one_hot(x),
-                "bad_value": None, "largest_node": None}
+                "bad_value": None, "largest_node": None, "largest": None}
     column = x.squeeze(1)
     bad = ((column.long() != column) | (column < 0)).nonzero()
     return {"columns": 1, "bad_node": int(bad[0]) if bad.numel() else None,

@@ -1,8 +1,10 @@
 import torch
-from torch import Tensor, nn
+from torch import Tensor
+
+from plnlp_core.nn.weight_free import WeightFreeConv
 
 
-class PureGCN(nn.Module):
+class PureGCN(WeightFreeConv):
     r"""GCN's propagation without weights (NCN's ``puregcn`` layer, Wang et
     al. 2023): symmetric normalisation with self-loops,
 
@@ -24,25 +26,8 @@ class PureGCN(nn.Module):
         - **output:** :math:`(N, C)`
     """
 
-    has_weights = False
-
-    def __init__(self, in_channels: int, out_channels: int) -> None:
-        super().__init__()
-        if in_channels != out_channels:
-            raise ValueError(f"PureGCN has no weights: in_channels ({in_channels}) must equal "
-                             f"out_channels ({out_channels})")
-        self.channels = out_channels
-
-    def reset_parameters(self) -> None:
-        """Nothing to reset: no weights."""
-
-    def forward(self, x: Tensor, adj: Tensor) -> Tensor:
-        with torch.autocast(x.device.type, enabled=False):
-            x = x.to(adj.dtype)
-            ones = torch.ones(adj.size(1), 1, dtype=adj.dtype, device=x.device)
-            norm = (1.0 + adj @ ones).rsqrt()
-            x = norm * x
-            return norm * (adj @ x + x)
-
-    def __repr__(self) -> str:
-        return f"PureGCN({self.channels})"
+    def propagate(self, x: Tensor, adj: Tensor) -> Tensor:
+        ones = torch.ones(adj.size(1), 1, dtype=adj.dtype, device=x.device)
+        norm = (1.0 + adj @ ones).rsqrt()
+        x = norm * x
+        return norm * (adj @ x + x)

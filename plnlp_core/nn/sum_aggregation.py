@@ -1,8 +1,9 @@
-import torch
-from torch import Tensor, nn
+from torch import Tensor
+
+from plnlp_core.nn.weight_free import WeightFreeConv
 
 
-class SumAggregation(nn.Module):
+class SumAggregation(WeightFreeConv):
     r"""Message passing without weights, summing the neighbours (NCN's
     ``puresum`` layer, Wang et al. 2023),
 
@@ -22,21 +23,5 @@ class SumAggregation(nn.Module):
         - **output:** :math:`(N, C)`
     """
 
-    has_weights = False
-
-    def __init__(self, in_channels: int, out_channels: int) -> None:
-        super().__init__()
-        if in_channels != out_channels:
-            raise ValueError(f"SumAggregation has no weights: in_channels ({in_channels}) must "
-                             f"equal out_channels ({out_channels})")
-        self.channels = out_channels
-
-    def reset_parameters(self) -> None:
-        """Nothing to reset: no weights."""
-
-    def forward(self, x: Tensor, adj: Tensor) -> Tensor:
-        with torch.autocast(x.device.type, enabled=False):
-            return adj @ x.to(adj.dtype)
-
-    def __repr__(self) -> str:
-        return f"SumAggregation({self.channels})"
+    def propagate(self, x: Tensor, adj: Tensor) -> Tensor:
+        return adj @ x
