@@ -58,15 +58,19 @@ class RankingStats:
     r"""How a step or an epoch ranked.
 
     Attributes:
-        loss (float): The ranking loss (without L2): a step's sum over its
-            pairs, an epoch's mean per positive.
-        score_gap (float): The mean margin of positives over their
+        loss (float or Tensor): The ranking loss (without L2): a step's sum
+            over its pairs, an epoch's mean per positive.
+        score_gap (float or Tensor): The mean margin of positives over their
             negatives, :math:`\frac{1}{mK}\sum_{i,t} s^+_i - s^-_{i,t}`; a
             sampler whose negatives get harder makes it shrink.
+
+    A step's are 0-dim tensors on the model's device, so that the host
+    queues the next step while this one runs on a GPU; an epoch's are
+    floats, read once at its end.
     """
 
-    loss: float
-    score_gap: float
+    loss: float | Tensor
+    score_gap: float | Tensor
 
 
 def draw_batch(
@@ -100,7 +104,8 @@ def train_step(
     loss in fp32.
 
     Returns:
-        The loss of this worker's shard (unscaled, without L2) and its score gap.
+        The loss of this worker's shard (unscaled, without L2) and its score
+        gap, as tensors not yet read (reading them waits for the step).
     """
     m = batch.pos.size(0)
     with torch.autocast(batch.pos.device.type, dtype=torch.bfloat16,
@@ -119,8 +124,7 @@ def train_step(
         core.clip_gradients(options.clip_grad_norm)
     optimizer.step()
     gap = (pos_score.detach().unsqueeze(-1) - neg_score.detach()).mean()
-    loss_value, gap_value = torch.stack([ranking.detach(), gap]).tolist()
-    return RankingStats(loss_value, gap_value)
+    return RankingStats(ranking.detach(), gap)
 
 
 def train_epoch(
@@ -134,10 +138,12 @@ def train_epoch(
 
     Returns:
         The ranking loss per positive pair trained on and the mean score
-        gap over the steps, weighted by their positives.
+        gap over the steps, weighted by their positives, read from the
+        device once, after the last step.
     """
     model.train()
-    loss, gap, seen = 0.0, 0.0, 0
+    loss = gap = torch.zeros((), device=positives.device)
+    seen = 0
     order = torch.randperm(positives.size(0), generator=generator, device=positives.device)
     for index in order.split(batch_size)[:max_batches]:
         weight = None if weights is None else weights[index]
@@ -146,10 +152,11 @@ def train_epoch(
         batch = draw_batch(positives[index], weight, sampler, options.num_neg,
                            options.negatives, generator)
         stats = train_step(model, optimizer, x, adj, batch, options)
-        loss += stats.loss
-        gap += stats.score_gap * index.numel()
+        loss = loss + stats.loss
+        gap = gap + stats.score_gap * index.numel()
         seen += index.numel()
-    return RankingStats(loss / max(seen, 1), gap / max(seen, 1))
+    loss_sum, gap_sum = torch.stack([loss, gap]).tolist()
+    return RankingStats(loss_sum / max(seen, 1), gap_sum / max(seen, 1))
 
 
 def model_scorer(model: nn.Module, x: Tensor | None, adj: Tensor) -> PairScorer:

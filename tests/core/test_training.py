@@ -152,9 +152,9 @@ def test_train_step_returns_the_unscaled_ranking_loss_without_l2():
     before = model.node_input.embedding.weight.detach().clone()
     options = StepOptions(LOSSES.get("auc"), l2=0.5, world_size=3)
     got = train_step(model, optimizer, None, adj, batch, options)
-    assert got.loss == pytest.approx(expected.item())
+    assert got.loss.item() == pytest.approx(expected.item())
     gap = (scores[:2].unsqueeze(-1) - scores[2:][batch.neg_index]).mean()
-    assert got.score_gap == pytest.approx(gap.item())
+    assert got.score_gap.item() == pytest.approx(gap.item())
     assert not torch.equal(model.node_input.embedding.weight, before)
 
 
