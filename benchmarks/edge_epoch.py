@@ -16,7 +16,13 @@ import time
 
 import torch
 
-from plnlp_core.assembly import build_model, build_sampler, build_step_options, build_training_graph
+from plnlp_core.assembly import (
+    build_model,
+    build_optimizer,
+    build_sampler,
+    build_step_options,
+    build_training_graph,
+)
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import DATASETS, resolve_data_root
 from plnlp_core.evaluation import evaluate
@@ -46,7 +52,7 @@ def time_epoch(settings: dict[str, object], split: object, steps: int) -> dict[s
     graph = build_training_graph(split, config)
     model = build_model(config, split.info, split.num_nodes)
     sampler, options = build_sampler(config, split, graph), build_step_options(config)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    optimizer = build_optimizer(model, config)
     generator = torch.Generator().manual_seed(0)
     order = torch.randperm(graph.positives.size(0), generator=generator).split(config.batch_size)
     model.train()

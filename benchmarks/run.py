@@ -51,6 +51,7 @@ from components.startup import describe_startup
 from pipelines.settings import load_preset
 from plnlp_core.assembly import (
     build_model,
+    build_optimizer,
     build_sampler,
     build_step_options,
     build_training_graph,
@@ -183,10 +184,11 @@ def _rss() -> int:
     return 0
 
 
-def gemm_gflops(rows: int, inner: int, cols: int, device: torch.device) -> float:
-    """The best GFLOP/s of ``[rows, inner] @ [inner, cols]`` in fp32 here."""
-    a = torch.randn(rows, inner, device=device)
-    b = torch.randn(inner, cols, device=device)
+def gemm_gflops(rows: int, inner: int, cols: int, device: torch.device,
+                dtype: torch.dtype = torch.float32) -> float:
+    """The best GFLOP/s of ``[rows, inner] @ [inner, cols]`` in ``dtype`` here."""
+    a = torch.randn(rows, inner, device=device, dtype=dtype)
+    b = torch.randn(inner, cols, device=device, dtype=dtype)
     a @ b
     best = min(timed(device, lambda: a @ b)[0] for _ in range(3))
     return 2 * rows * inner * cols / best / 1e9
@@ -306,7 +308,7 @@ def bench_training(workload: Workload, split: LinkSplit, device: torch.device,
     positives, weights = graph.epoch_positives(1)
     sampler = build_sampler(config, split, graph, device)
     options = build_step_options(config)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    optimizer = build_optimizer(model, config)
     generator = torch.Generator(device).manual_seed(config.seed)
     model.train()
 
@@ -338,8 +340,9 @@ def bench_training(workload: Workload, split: LinkSplit, device: torch.device,
     flops = step_flops(config, model.node_input.out_channels, split.num_nodes,
                        graph.adj.values().numel(), scored)
     c = config.hidden_channels if config.encoder != "none" else model.node_input.out_channels
-    peak = gemm_gflops(scored, c, config.predictor_hidden if "mlp" in config.predictor else c,
-                       device)
+    shape = (scored, c, config.predictor_hidden if "mlp" in config.predictor else c)
+    peaks = {"fp32": gemm_gflops(*shape, device),
+             "bf16": gemm_gflops(*shape, device, torch.bfloat16)}
     eval_pairs = sum(pos.size(0) + neg.size(0) for pos, neg in eval_splits.values())
     return {
         "workload": workload.name, "train_positives": positives.size(0),
@@ -348,7 +351,9 @@ def bench_training(workload: Workload, split: LinkSplit, device: torch.device,
         "epoch_s": per_batch * epoch_batches,
         "positives_per_s": m / per_batch, "pairs_per_s": m * config.num_neg / per_batch,
         "eval_s": eval_s, "eval_pairs_per_s": eval_pairs / eval_s,
-        "step_gflops": flops / (ours / len(chosen)) / 1e9, "gemm_peak_gflops": peak,
+        "step_gflops": flops / (ours / len(chosen)) / 1e9, "precision": config.precision,
+        "gemm_peak_gflops": peaks["bf16" if config.precision == "bf16" else "fp32"],
+        "gemm_peak_gflops_fp32": peaks["fp32"], "gemm_peak_gflops_bf16": peaks["bf16"],
         "naive_ratio": naive / ours,
         "peak_rss_mib": memory.rss / MIB,
         "cuda_peak_mib": None if memory.cuda is None else memory.cuda / MIB,
@@ -503,12 +508,14 @@ def format_rows(header: list[str], rows: list[list[str]]) -> str:
 
 
 def training_table(rows: list[dict]) -> str:
-    header = ["workload", "s/epoch", "pairs/s", "pos/s", "eval pairs/s", "GFLOP/s", "GEMM peak",
-              "% peak", "x naive", "peak RSS MiB", "CUDA MiB"]
+    """One row a workload; ``% peak`` is of the GEMM peak at its precision."""
+    header = ["workload", "precision", "s/epoch", "pairs/s", "pos/s", "eval pairs/s", "GFLOP/s",
+              "GEMM fp32", "GEMM bf16", "% peak", "x naive", "peak RSS MiB", "CUDA MiB"]
     return format_rows(header, [[
-        r["workload"], f"{r['epoch_s']:.2f}", f"{r['pairs_per_s']:,.0f}",
+        r["workload"], r["precision"], f"{r['epoch_s']:.2f}", f"{r['pairs_per_s']:,.0f}",
         f"{r['positives_per_s']:,.0f}", f"{r['eval_pairs_per_s']:,.0f}",
-        f"{r['step_gflops']:.1f}", f"{r['gemm_peak_gflops']:.1f}",
+        f"{r['step_gflops']:.1f}", f"{r['gemm_peak_gflops_fp32']:.1f}",
+        f"{r['gemm_peak_gflops_bf16']:.1f}",
         f"{100 * r['step_gflops'] / r['gemm_peak_gflops']:.0f}", f"{r['naive_ratio']:.2f}",
         f"{r['peak_rss_mib']:,.0f}",
         "-" if r["cuda_peak_mib"] is None else f"{r['cuda_peak_mib']:,.0f}",

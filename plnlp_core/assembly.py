@@ -76,6 +76,14 @@ def parameter_groups(model: nn.Module, config: PLNLPConfig) -> list[dict[str, ob
     return [{"params": rest, "lr": config.lr}, {"params": ours, "lr": config.predictor_lr}]
 
 
+def build_optimizer(model: nn.Module, config: PLNLPConfig) -> torch.optim.Adam:
+    """Adam over :func:`parameter_groups`, fused into one kernel per step
+    when the model is on a GPU: the foreach Adam took a fifth of the GPU
+    time of a ddi ``paper`` step in bf16 on an H200 (torch profiler)."""
+    on_gpu = next(model.parameters()).is_cuda
+    return torch.optim.Adam(parameter_groups(model, config), fused=on_gpu or None)
+
+
 def input_edges(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor, Tensor | None]:
     """The observed edges training starts from and their weights: training
     edges from ``min_train_year`` on, plus the validation edges when

@@ -10,7 +10,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from plnlp_core.assembly import build_sampler, build_step_options, parameter_groups
+from plnlp_core.assembly import build_optimizer, build_sampler, build_step_options
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import LinkSplit
 from plnlp_core.evaluation import evaluate
@@ -68,7 +68,7 @@ def fit(
     sampler = build_sampler(config, split, graph, device)
     options = build_step_options(config, world_size)
     set_matmul_precision(config.precision)
-    optimizer = torch.optim.Adam(parameter_groups(model, config))
+    optimizer = build_optimizer(model, config)
     schedule = learning_rate_schedule(optimizer, config)
     generator = torch.Generator(device).manual_seed(config.seed * 1000 + rank)
     eval_splits = {"valid": (split.valid_pos, split.valid_neg),
