@@ -51,6 +51,31 @@ def test_ncn_scores_lin_of_beta_cn_of_the_dense_common_sum_plus_ij(
     assert len(predictor.lin) == (7 if two_layer_output else 4)
 
 
+def test_ncn_under_bfloat16_autocast_rounds_only_the_common_neighbour_sum(graph, monkeypatch):
+    import plnlp_core.nn.ncn_predictor as ncn_predictor
+
+    _, adj, pairs = graph
+    torch.manual_seed(0)
+    predictor = NCNPredictor(8, 16, xlin=True).eval()
+    h = torch.randn(NUM_NODES, 8)
+    seen = {}
+    real_sum = ncn_predictor.common_neighbor_sum
+
+    def spy(lookup, x, pairs):
+        seen["autocast"] = torch.is_autocast_enabled("cpu")
+        seen["common"], count = real_sum(lookup, x, pairs)
+        return seen["common"], count
+
+    monkeypatch.setattr(ncn_predictor, "common_neighbor_sum", spy)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        got = predictor(h, pairs, AdjacencyLookup(adj))
+    assert seen["autocast"] and got.dtype == torch.float32
+    with torch.no_grad():
+        expected = predictor.lin(predictor.beta * predictor.cn(seen["common"].float())
+                                 + predictor.ij(h[pairs[:, 0]] * h[pairs[:, 1]])).squeeze(-1)
+    torch.testing.assert_close(got, expected)
+
+
 def test_ncn_beta_starts_where_it_is_told_and_learns(graph):
     _, adj, pairs = graph
     predictor = NCNPredictor(8, 16, beta=0.25)
