@@ -16,13 +16,7 @@ import time
 
 import torch
 
-from plnlp_core.assembly import (
-    build_model,
-    build_optimizer,
-    build_sampler,
-    build_step_options,
-    build_training_graph,
-)
+from plnlp_core.assembly import build_model, build_sampler, build_step_options, build_training_graph
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import DATASETS, resolve_data_root
 from plnlp_core.evaluation import evaluate
@@ -52,7 +46,7 @@ def time_epoch(settings: dict[str, object], split: object, steps: int) -> dict[s
     graph = build_training_graph(split, config)
     model = build_model(config, split.info, split.num_nodes)
     sampler, options = build_sampler(config, split, graph), build_step_options(config)
-    optimizer = build_optimizer(model, config)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     generator = torch.Generator().manual_seed(0)
     order = torch.randperm(graph.positives.size(0), generator=generator).split(config.batch_size)
     model.train()
