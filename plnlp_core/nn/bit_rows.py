@@ -7,11 +7,13 @@ dense product per chunk of pairs,
 
 with the adjacency's rows packed 8 nodes a byte (:class:`BitRows`): the
 rows :math:`\mathbf{A}_i \odot \mathbf{A}_j` of a chunk are one ``&`` of
-packed bytes and one table lookup from bytes to 0/1 entries, and the
-chunk is as large, and kept for the backward pass when, the free memory
-allows (:func:`mask_budget`).
+packed bytes and one table lookup from bytes to 0/1 entries. On CPUs a
+chunk fits a quarter of the last-level cache (:func:`chunk_bytes`); the
+chunks are kept for the backward pass when the free memory allows
+(:func:`mask_budget`).
 """
 import os
+from pathlib import Path
 
 import torch
 from torch import Tensor
@@ -20,9 +22,17 @@ MASK_MEMORY_SHARE = 0.25
 """The share of the free memory the rows :math:`\\mathbf{A}_i \\odot
 \\mathbf{A}_j` of one step may hold."""
 
-CHUNK_BYTES = 2**28
-"""The most bytes of rows made at a time (256 MiB): larger chunks gain
-nothing once the product runs at its peak."""
+GPU_CHUNK_BYTES = 2**28
+"""The most bytes of rows made at a time on a GPU (256 MiB): larger chunks
+gain nothing once the product runs at its peak."""
+
+CACHE_SHARE = 4
+"""On CPUs a chunk of rows is the last-level cache over this: made, the
+rows are still in cache when the product reads them. On ogbl-ddi (131,072
+pairs, 64 channels, a 2-core EPYC with 32 MiB of L3) chunks of 8 MiB made
+the product with its backward 1.5x faster in bfloat16 (0.90 s against
+1.37 s) and 1.4x in fp32 (1.59 s against 2.28 s) than chunks of 256 MiB;
+4, 16 and 32 MiB were slower than 8."""
 
 
 class BitRows:
@@ -59,6 +69,27 @@ def _unpack_table(dtype: torch.dtype, device: torch.device) -> Tensor:
     """Row ``b``: the 8 bits of byte ``b`` as 0/1 of ``dtype``."""
     byte = torch.arange(256, device=device).unsqueeze(1)
     return ((byte >> torch.arange(8, device=device)) & 1).to(dtype)
+
+
+def chunk_bytes(device: torch.device) -> int:
+    """Bytes of rows made at a time: :data:`GPU_CHUNK_BYTES` on a GPU, the
+    last-level cache over :data:`CACHE_SHARE` on CPUs (32 MiB assumed where
+    the cache's size cannot be read)."""
+    if device.type == "cuda":
+        return GPU_CHUNK_BYTES
+    return last_level_cache_bytes() // CACHE_SHARE
+
+
+def last_level_cache_bytes(cpu: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> int:
+    """The size of the CPU's largest cache, as Linux reports it (``32768K``),
+    else 32 MiB."""
+    sizes = []
+    for entry in cpu.glob("index*/size"):
+        text = entry.read_text().strip().upper()
+        units = {"K": 2**10, "M": 2**20, "G": 2**30}
+        if text[:-1].isdigit() and text[-1] in units:
+            sizes.append(int(text[:-1]) * units[text[-1]])
+    return max(sizes, default=32 * 2**20)
 
 
 def mask_budget(device: torch.device) -> int:
@@ -100,7 +131,7 @@ class _CommonNeighborProduct(torch.autograd.Function):
         row_bytes = 8 * rows.width * torch.finfo(dtype).bits // 8
         budget = mask_budget(h.device)
         keep = ctx.needs_input_grad[0] and pairs.size(0) * row_bytes <= budget
-        step = max(min(CHUNK_BYTES, budget) // row_bytes, 1)
+        step = max(min(chunk_bytes(h.device), budget) // row_bytes, 1)
         weights = _padded(h, rows, dtype)
         out = h.new_empty(pairs.size(0), h.size(1), dtype=torch.float32)
         kept = []

@@ -321,3 +321,14 @@ def test_under_bfloat16_autocast_the_dense_product_runs_in_bfloat16_with_exact_r
         total, _ = common_neighbor_sum(lookup, h, pairs)
     assert not torch.equal(total, mask @ h)
     torch.testing.assert_close(total, mask @ h, rtol=2**-7, atol=0)
+
+
+def test_a_cpu_chunk_of_rows_is_a_quarter_of_the_last_level_cache(tmp_path):
+    from plnlp_core.nn.bit_rows import chunk_bytes, last_level_cache_bytes
+
+    for index, size in enumerate(["48K", "1024K", "32768K"]):
+        (tmp_path / f"index{index}").mkdir()
+        (tmp_path / f"index{index}" / "size").write_text(size + "\n")
+    assert last_level_cache_bytes(tmp_path) == 32 * 2**20
+    assert last_level_cache_bytes(tmp_path / "missing") == 32 * 2**20  # the assumed size
+    assert chunk_bytes(torch.device("cpu")) == last_level_cache_bytes() // 4
