@@ -12,6 +12,7 @@ chunk fits a quarter of the last-level cache (:func:`chunk_bytes`); the
 chunks are kept for the backward pass when the free memory allows
 (:func:`mask_budget`).
 """
+import functools
 import os
 from pathlib import Path
 
@@ -80,15 +81,18 @@ def chunk_bytes(device: torch.device) -> int:
     return last_level_cache_bytes() // CACHE_SHARE
 
 
+SIZE_UNITS = {"K": 2**10, "M": 2**20, "G": 2**30}
+
+
+@functools.cache
 def last_level_cache_bytes(cpu: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> int:
     """The size of the CPU's largest cache, as Linux reports it (``32768K``),
-    else 32 MiB."""
+    else 32 MiB; read once per process, not at every product."""
     sizes = []
     for entry in cpu.glob("index*/size"):
         text = entry.read_text().strip().upper()
-        units = {"K": 2**10, "M": 2**20, "G": 2**30}
-        if text[:-1].isdigit() and text[-1] in units:
-            sizes.append(int(text[:-1]) * units[text[-1]])
+        if text[:-1].isdigit() and text[-1] in SIZE_UNITS:
+            sizes.append(int(text[:-1]) * SIZE_UNITS[text[-1]])
     return max(sizes, default=32 * 2**20)
 
 
