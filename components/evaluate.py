@@ -25,8 +25,7 @@ def evaluate_checkpoint(
 ) -> dict[str, float]:
     """Validation and test metrics of the best checkpoint, keyed
     ``final_<split>_<metric>`` (e.g. ``final_test_hits_20``), computed on
-    the GPU when the task was granted one (ask with
-    :meth:`components.workers.WorkerGroup.task_resources`)."""
+    the GPU when the task was granted one (``.options(num_gpus=...)``)."""
     return final_metrics(*load_trained(dataset, trained, config), config)
 
 

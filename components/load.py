@@ -10,14 +10,13 @@ import pyarrow.parquet as pq
 import ray
 
 from components.artifacts import DatasetArtifact, DatasetMeta
-from components.parquet_io import write_split
+from components.parquet_io import NODE_IDS_FILE, write_split
 from components.scheduling import ANYWHERE
 from components.stage_cache import CacheEntry, cached, reuse
 from plnlp_core.datasets import DATASETS, DatasetInfo
 from plnlp_core.ogb_reader import load_ogb, split_type
 from plnlp_core.own_graph import load_own_graph
 
-NODE_IDS_FILE = "node_ids.parquet"
 REPORT_FILE = "report.json"
 
 # Bump when write_split's output changes for the same OGB files.

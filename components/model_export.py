@@ -1,16 +1,16 @@
-"""Stage ``export``: the best checkpoint as an MLflow ``pyfunc`` model of
-the active run, ``model``, that scores pairs of the user's node ids (see
-:mod:`components.served_model`). The Ray task that evaluates the best
-checkpoint where training ran also encodes the nodes once
-(:class:`plnlp_core.link_scorer.LinkScorer`) from what it has read; the
-driver logs the files it wrote with the model's own copy of
-:mod:`plnlp_core`."""
+"""Stage ``export``: the best model as an MLflow ``pyfunc`` model of the
+active run, ``model``, that scores pairs of the user's node ids (see
+:mod:`components.served_model`). Whoever evaluated the best model last
+encoded the nodes once (:class:`plnlp_core.link_scorer.LinkScorer`; see
+:mod:`components.final_export`): the training worker in the main job, or
+the Ray task here that evaluates a checkpoint on its own (the kubeflow
+pipeline's evaluate step). The driver logs the files with the model's own
+copy of :mod:`plnlp_core`."""
 import warnings
 from importlib.metadata import version
 from pathlib import Path
 
 import mlflow
-import pyarrow.parquet as pq
 import ray
 from mlflow.models import ModelSignature
 from mlflow.types import ColSpec, Schema
@@ -19,11 +19,11 @@ import components.served_model
 import plnlp_core
 from components.artifacts import DatasetArtifact, TrainArtifact
 from components.evaluate import final_metrics, load_trained
-from components.load import NODE_IDS_FILE
+from components.final_export import write_final
+from components.parquet_io import read_node_ids
 from components.scheduling import ANYWHERE
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.link_scorer import LinkScorer
-from plnlp_core.node_ids import NodeIds
 
 MODEL_ARTIFACT = "model"
 REQUIREMENTS = ("torch", "torch-geometric", "ogb", "pyarrow", "pandas", "scipy")
@@ -33,23 +33,15 @@ REQUIREMENTS = ("torch", "torch-geometric", "ogb", "pyarrow", "pandas", "scipy")
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
 def evaluate_and_export(
     dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig, directory: str,
-) -> tuple[dict[str, float], str]:
-    """The best checkpoint's ``final_*`` metrics (the evaluate stage), and
-    its :class:`LinkScorer` written into ``directory`` (storage the driver
-    sees), from one reading of the split and the checkpoint; returns the
-    metrics and what the node ids are, ``"long"`` or ``"string"``."""
+) -> None:
+    """The best checkpoint's ``final_*`` metrics (the evaluate stage) and
+    its :class:`LinkScorer`, from one reading of the split and the
+    checkpoint, written into ``directory`` (storage the driver sees) by
+    :func:`components.final_export.write_final`."""
     split, model, adj = load_trained(dataset, trained, config)
     final = final_metrics(split, model, adj, config)
-    scorer = LinkScorer.encode(model, split, adj, config, dataset_node_ids(dataset))
-    scorer.save(Path(directory))
-    return final, scorer.node_ids.kind
-
-
-def dataset_node_ids(dataset: DatasetArtifact) -> NodeIds:
-    """The user's node ids of a graph of one's own; positions for OGB's."""
-    path = Path(dataset.directory) / NODE_IDS_FILE
-    ids = pq.read_table(path).column("id").combine_chunks() if path.exists() else None
-    return NodeIds(dataset.meta.num_nodes, ids)
+    node_ids = read_node_ids(Path(dataset.directory), dataset.meta.num_nodes)
+    write_final(Path(directory), final, LinkScorer.encode(model, split, adj, config, node_ids))
 
 
 def logged_model_uri(run_id: str) -> str | None:

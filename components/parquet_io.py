@@ -11,8 +11,11 @@ from torch import Tensor
 from components.artifacts import DatasetMeta
 from plnlp_core.datasets import DATASETS, LinkSplit
 from plnlp_core.nn.node_input import summarize_categories
+from plnlp_core.node_ids import NodeIds
 
 PAIR_TABLES = ("valid_pos", "valid_neg", "test_pos", "test_neg")
+NODE_IDS_FILE = "node_ids.parquet"
+"""A graph of one's own keeps its node ids beside its split (column ``id``)."""
 
 
 def pairs_table(pairs: Tensor, **columns: Tensor | None) -> pa.Table:
@@ -89,3 +92,11 @@ def read_split(directory: Path) -> LinkSplit:
         valid_weight=optional_column(valid, "weight"),
         valid_year=optional_column(valid, "year"),
     )
+
+
+def read_node_ids(directory: Path, num_nodes: int) -> NodeIds:
+    """The user's node ids of the split in ``directory`` (its
+    :data:`NODE_IDS_FILE`, for a graph of one's own); positions for OGB's."""
+    path = directory / NODE_IDS_FILE
+    ids = pq.read_table(path).column("id").combine_chunks() if path.exists() else None
+    return NodeIds(num_nodes, ids)

@@ -13,7 +13,8 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from components.artifacts import DatasetArtifact, TrainArtifact
-from components.load import NODE_IDS_FILE, REPORT_FILE
+from components.load import REPORT_FILE
+from components.parquet_io import NODE_IDS_FILE
 from components.plots import plot_learning_curve, plot_validation_curves
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.own_graph import GraphReport

@@ -11,6 +11,7 @@ import ray.train.torch
 from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
 from components.checkpoints import BEST_DIR, BEST_FILE, HISTORY_FILE, TIMING_FILE
 from components.epoch_logger import EpochLogger
+from components.final_export import clear_final
 from components.startup import mark
 from components.train_worker import train_worker
 from components.workers import WorkerGroup
@@ -22,6 +23,7 @@ def train(
     storage: str, workers: WorkerGroup | None = None,
     tracking_uri: str | None = None, run_id: str | None = None, max_failures: int = 3,
     callbacks: list[ray.train.UserCallback] = (), decision_epochs: Collection[int] = (),
+    export: bool = False,
 ) -> TrainArtifact:
     """Trains with the DDP ``workers`` and returns the checkpoint of the best
     validation epoch. With ``run_id``, every epoch's metrics are logged to
@@ -33,12 +35,18 @@ def train(
     worker group dies, Ray Train starts a new group up to ``max_failures``
     times, and training goes on from the latest checkpoint; a new call with
     the same ``storage`` and ``run_id`` (``--resume``) does the same.
-    ``callbacks`` see every report after the MLflow logger has."""
+    ``callbacks`` see every report after the MLflow logger has. With
+    ``export``, rank 0 ends by writing the final metrics and the best
+    model's scorer into ``storage`` (see :mod:`components.final_export`),
+    where an earlier attempt's are removed first."""
+    if export:
+        clear_final(Path(storage))
     trainer = ray.train.torch.TorchTrainer(
         train_worker,
         train_loop_config={
             "config": config.to_dict(), "dataset_dir": dataset.directory, "walks": walks,
             "decision_epochs": sorted(decision_epochs),
+            "export_dir": storage if export else None,
         },
         scaling_config=(workers or WorkerGroup()).scaling_config(),
         run_config=ray.train.RunConfig(

@@ -13,6 +13,7 @@ import ray.train
 from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
 from components.augment import augment
 from components.checkpoints import CHECKPOINTS_TAG
+from components.final_export import SCORER_DIR, read_final
 from components.model_export import evaluate_and_export, log_link_model
 from components.startup import DRIVER_MARKS, startup_phases
 from components.tracking import log_training
@@ -27,34 +28,43 @@ def train_and_evaluate(
     decision_epochs: Collection[int] = (),
 ) -> dict[str, float]:
     """One seed of one config in the active MLflow run: its random walks
-    (when it uses them), :func:`train_in_run`, then the best checkpoint's
+    (when it uses them), :func:`train_in_run`, then the best model's
     ``final_*`` metrics, logged and returned, and the best model as the
-    run's MLflow ``model`` (see :mod:`components.model_export`); evaluation
-    and export hold what a training worker holds (its GPU, or its CPUs as
-    threads). The training checkpoints are removed once MLflow holds the
-    best model."""
+    run's MLflow ``model``. The training worker writes both where it
+    trained, on its GPU or CPU threads, before it ends (see
+    :mod:`components.final_export`). The training checkpoints are removed
+    once MLflow holds the best model."""
     config.validate_graph(dataset.meta.num_nodes, dataset.meta.categories)
     cache_root = str(Path(dataset.directory).parent)  # walks are cached beside their splits
     walks = augment(dataset, config, cache_root) if config.uses_random_walk else None
     with run_checkpoints(checkpoints) as storage:
-        trained = train_in_run(dataset, walks, config, workers, storage, max_failures,
-                               callbacks, decision_epochs)
-        return evaluate_and_log_model(dataset, trained, config, workers.task_resources(),
-                                      storage / "scorer")
+        train_in_run(dataset, walks, config, workers, storage, max_failures, callbacks,
+                     decision_epochs, export=True)
+        return log_final(storage)
 
 
 def evaluate_and_log_model(
     dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig,
-    resources: dict[str, float], scorer: Path,
+    resources: dict[str, float], directory: Path,
 ) -> dict[str, float]:
-    """The best checkpoint's ``final_*`` metrics and its MLflow ``model``,
-    both logged to the active run: one Ray task holding ``resources``
-    evaluates it and writes its scorer to ``scorer`` (storage the driver
-    sees), reading the split and the checkpoint once. Returns the metrics."""
-    final, id_kind = ray.get(evaluate_and_export.options(**resources).remote(
-        dataset, trained, config, str(scorer)))
+    """The ``final_*`` metrics and the MLflow ``model`` of the checkpoint
+    ``trained`` alone (a training whose worker did not export, as the
+    kubeflow pipeline's), logged to the active run: one Ray task holding
+    ``resources`` evaluates it and writes its scorer into ``directory``
+    (storage the driver sees), reading the split and the checkpoint once.
+    Returns the metrics."""
+    ray.get(evaluate_and_export.options(**resources).remote(dataset, trained, config,
+                                                           str(directory)))
+    return log_final(directory)
+
+
+def log_final(directory: Path) -> dict[str, float]:
+    """Logs the ``final_*`` metrics and the scorer in ``directory`` (see
+    :mod:`components.final_export`) as the active run's metrics and
+    ``model``; returns the metrics."""
+    final, id_kind = read_final(directory)
     mlflow.log_metrics(final)
-    log_link_model(scorer, id_kind)
+    log_link_model(directory / SCORER_DIR, id_kind)
     return final
 
 
@@ -74,11 +84,13 @@ def train_in_run(
     dataset: DatasetArtifact, walks: WalkArtifact | None, config: PLNLPConfig,
     workers: WorkerGroup, storage: Path, max_failures: int = 3,
     callbacks: list[ray.train.UserCallback] = (), decision_epochs: Collection[int] = (),
+    export: bool = False,
 ) -> TrainArtifact:
     """Trains ``config`` in the active MLflow run, which records every
     epoch, the best epoch, the timings, the best checkpoint and the learning
     curve. Training checkpoints go to ``storage`` (see
-    :func:`run_checkpoints`). ``callbacks`` see Train's reports (a
+    :func:`run_checkpoints`); with ``export``, the final metrics and the
+    scorer too (see :func:`log_final`). ``callbacks`` see Train's reports (a
     sweep trial's :class:`components.sweep_report.SweepReporter`, with its
     scheduler's ``decision_epochs``). The first training of this process
     also logs where its start-up went (``startup_*_s``, see
@@ -87,7 +99,7 @@ def train_in_run(
     run_id = mlflow.active_run().info.run_id
     start = time.perf_counter()
     trained = train(dataset, walks, config, str(storage), workers, mlflow.get_tracking_uri(),
-                    run_id, max_failures, callbacks, decision_epochs)
+                    run_id, max_failures, callbacks, decision_epochs, export)
     mlflow.log_metrics({"best_epoch": trained.best_epoch,
                         "train_stage_seconds": time.perf_counter() - start,
                         "fit_seconds": trained.fit_seconds, **first_startup(trained)})

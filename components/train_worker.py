@@ -10,7 +10,8 @@ import torch
 
 from components.checkpoints import HISTORY_FILE
 from components.epoch_reporter import EpochReporter
-from components.parquet_io import read_split
+from components.final_export import export_best
+from components.parquet_io import read_node_ids, read_split
 from components.startup import mark
 from components.walk_rounds import ParquetWalkRounds
 from plnlp_core.assembly import build_input_adjacency, build_model, training_positives
@@ -27,7 +28,9 @@ def train_worker(loop_config: dict) -> None:
     restart; reports as :class:`EpochReporter` says, a sweep's
     ``decision_epochs`` included. Each worker reads the split itself: it
     needs the whole graph for message passing anyway, and its share of the
-    positives is then a slice, with no Ray Data pipeline to start."""
+    positives is then a slice, with no Ray Data pipeline to start. With
+    ``loop_config["export_dir"]``, rank 0 then writes the final metrics and
+    the best model's scorer there (see :mod:`components.final_export`)."""
     startup: dict[str, float] = {}
     mark("workers", startup)
     config = PLNLPConfig.from_mapping(loop_config["config"])
@@ -52,7 +55,13 @@ def train_worker(loop_config: dict) -> None:
                              startup if rank == 0 and resume is None else None)
     if resume is not None:
         reporter.restarted(resume.epoch)
-    fit(model, config, split, graph, world_size, rank, on_epoch=reporter, resume=resume)
+    result = fit(model, config, split, graph, world_size, rank, on_epoch=reporter,
+                 resume=resume)
+    export_dir = loop_config.get("export_dir")
+    if rank == 0 and export_dir is not None:
+        export_best(model, result.best_state, result.best_metrics, split, adj, config,
+                    read_node_ids(Path(loop_config["dataset_dir"]), split.num_nodes),
+                    Path(export_dir))
 
 
 def quiet_ray_logs() -> None:

@@ -26,14 +26,6 @@ class WorkerGroup:
         gpus = {"GPU": self.gpus_per_worker} if self.use_gpu else {}
         return {"CPU": self.cpus_per_worker, **gpus}
 
-    def task_resources(self) -> dict[str, float]:
-        """What a stage task that scores the run's model asks for: one
-        worker's GPU (a whole one, or its fraction), else its CPUs, which
-        Ray grants as that many torch threads."""
-        if self.use_gpu:
-            return {"num_cpus": 1, "num_gpus": self.gpus_per_worker}
-        return {"num_cpus": self.cpus_per_worker}
-
     def scaling_config(self) -> "ray.train.ScalingConfig":
         import ray.train
 

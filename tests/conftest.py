@@ -31,10 +31,14 @@ def ray_session(cache_dir: Path):
 
 def use_tracking_store(uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """MLflow at ``uri`` for one test, run from ``tmp_path`` (where a local
-    store keeps its artifacts); runs the test left open are ended after it."""
+    store keeps its artifacts), with no experiment active yet (an earlier
+    test's would be missing from it); runs the test left open are ended
+    after it."""
     import mlflow
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(mlflow.tracking.fluent, "_active_experiment_id", None)
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_ID", raising=False)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     mlflow.set_tracking_uri(uri)
     yield uri

@@ -9,11 +9,14 @@ import torch
 from components.artifacts import DatasetMeta
 from components.augment import augment
 from components.evaluate import evaluate_checkpoint
+from components.final_export import SCORER_DIR, read_final
 from components.load import load_dataset
+from components.model_export import evaluate_and_export
 from components.parquet_io import read_split
 from components.train import train
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import DATASETS
+from plnlp_core.link_scorer import LinkScorer
 from plnlp_core.ogb_reader import load_ogb
 
 pytestmark = pytest.mark.slow
@@ -58,10 +61,18 @@ def test_augment_writes_walk_rounds_of_pairs_weighted_one_over_step(loaded, tmp_
                                           table.column("dst").to_pylist(), strict=True))
 
 
-def test_evaluate_reproduces_the_best_epoch_metrics_from_the_checkpoint(loaded, tmp_path):
-    trained = train(loaded, None, TINY, str(tmp_path / "work"))
+def test_the_worker_exports_what_evaluating_its_best_checkpoint_gives(loaded, tmp_path):
+    trained = train(loaded, None, TINY, str(tmp_path / "work"), export=True)
     assert trained.best_epoch in (1, 2)
     assert [row["epoch"] for row in trained.history] == [1, 2]
+    exported, _ = read_final(tmp_path / "work")
+    assert exported == {f"final_{key}": value for key, value in trained.best_metrics.items()}
     final = ray.get(evaluate_checkpoint.remote(loaded, trained, TINY))
-    for key, value in trained.best_metrics.items():
-        assert final[f"final_{key}"] == pytest.approx(value, abs=1e-6)
+    ray.get(evaluate_and_export.remote(loaded, trained, TINY, str(tmp_path / "task")))
+    evaluated, _ = read_final(tmp_path / "task")
+    assert evaluated == final
+    for key, value in exported.items():
+        assert evaluated[key] == pytest.approx(value, abs=1e-6)
+    h_worker, h_task = (LinkScorer.load(tmp_path / where / SCORER_DIR).h
+                        for where in ("work", "task"))
+    torch.testing.assert_close(h_worker, h_task)

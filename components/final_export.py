@@ -1,0 +1,75 @@
+"""What a run leaves for the driver to log: its ``final_*`` metrics and the
+best model's :class:`plnlp_core.link_scorer.LinkScorer`, side by side in the
+run's checkpoint storage (which the driver sees).
+
+The main job's training worker writes them itself once training ends
+(:func:`export_best`): it holds the split, the input graph and the best
+model on its device already, so the run needs no evaluation task to start a
+process, import torch and read the split again (6.5 s of a 44 s ddi
+``smoke`` run on 2 cores). The best epoch's evaluation is the final one
+there: the same state, graph and evaluation an evaluation of the
+checkpoint would run (``tests/components/test_stages.py`` checks that the two
+agree). The kubeflow pipeline's separate evaluate step writes the same
+files from the checkpoint (:func:`components.model_export.evaluate_and_export`).
+
+:data:`FINAL_FILE` is written last, so its presence means the scorer is
+whole; :func:`clear_final` removes an earlier attempt's before training.
+"""
+import json
+import os
+import shutil
+from pathlib import Path
+
+from torch import Tensor, nn
+
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.datasets import LinkSplit
+from plnlp_core.errors import PLNLPError
+from plnlp_core.link_scorer import LinkScorer
+from plnlp_core.node_ids import NodeIds
+
+FINAL_FILE = "final.json"
+SCORER_DIR = "scorer"
+
+
+def export_best(
+    model: nn.Module, best_state: dict[str, Tensor], best_metrics: dict[str, float],
+    split: LinkSplit, adj: Tensor, config: PLNLPConfig, node_ids: NodeIds, directory: Path,
+) -> None:
+    """Loads ``best_state`` into ``model`` (unwrapping DDP), encodes its
+    scorer over ``adj`` on the model's device and writes it, with
+    ``best_metrics`` as the ``final_*`` metrics, into ``directory``."""
+    core = model.module if hasattr(model, "module") else model
+    core.load_state_dict(best_state)
+    device = next(core.parameters()).device
+    scorer = LinkScorer.encode(core, split, adj.to(device), config, node_ids)
+    write_final(directory, {f"final_{key}": value for key, value in best_metrics.items()},
+                scorer)
+
+
+def write_final(directory: Path, final: dict[str, float], scorer: LinkScorer) -> None:
+    """Writes ``scorer`` into ``directory/scorer``, then ``final`` and the
+    kind of the scorer's node ids into ``directory/final.json``."""
+    clear_final(directory)
+    scorer.save(directory / SCORER_DIR)
+    partial = directory / f"{FINAL_FILE}.partial"
+    partial.write_text(json.dumps({"metrics": final, "id_kind": scorer.node_ids.kind}))
+    os.replace(partial, directory / FINAL_FILE)
+
+
+def read_final(directory: Path) -> tuple[dict[str, float], str]:
+    """The ``final_*`` metrics and the node ids' kind :func:`write_final`
+    wrote into ``directory``."""
+    path = directory / FINAL_FILE
+    if not path.exists():
+        raise PLNLPError(f"training ended without writing its final metrics and model to "
+                         f"{directory}; run again with --resume to finish it from its last "
+                         "checkpoint.")
+    final = json.loads(path.read_text())
+    return final["metrics"], final["id_kind"]
+
+
+def clear_final(directory: Path) -> None:
+    """Removes what :func:`write_final` wrote into ``directory``, marker first."""
+    (directory / FINAL_FILE).unlink(missing_ok=True)
+    shutil.rmtree(directory / SCORER_DIR, ignore_errors=True)
