@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
+from pipelines.process_exit import skip_final_collection
 from plnlp_core.errors import PLNLPError
 
 FORMATS = (".csv", ".parquet")
@@ -183,6 +184,7 @@ def table_writer(path: Path) -> Iterator[object]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    skip_final_collection()
     args = parse_args(argv)
     try:
         pairs = check_args(args)

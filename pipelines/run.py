@@ -13,6 +13,7 @@ from pathlib import Path
 from components.startup import mark_command_start
 from pipelines.arguments import parse_args, worker_group
 from pipelines.plan import plan_run, run_params
+from pipelines.process_exit import skip_final_collection
 from pipelines.settings import RunPlan, preset_name
 from plnlp_core.errors import PLNLPError
 
@@ -111,6 +112,7 @@ def run_name(args: argparse.Namespace, plan: RunPlan, seeds: str | None = None) 
 
 
 def main(argv: list[str] | None = None) -> int:
+    skip_final_collection()
     mark_command_start()
     args = parse_args(argv)
     try:

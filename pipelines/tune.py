@@ -14,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from pipelines.arguments import add_graph_args, add_register_arg
+from pipelines.process_exit import skip_final_collection
 from pipelines.settings import (
     GraphSource,
     graph_source,
@@ -142,6 +143,7 @@ def print_sweep_summary(table: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    skip_final_collection()
     args = parse_args(argv)
     try:
         source = graph_source(args)
