@@ -11,7 +11,6 @@ import ray.train.torch
 from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
 from components.checkpoints import BEST_DIR, BEST_FILE, HISTORY_FILE, TIMING_FILE
 from components.epoch_logger import EpochLogger
-from components.final_export import clear_final
 from components.startup import mark
 from components.train_worker import train_worker
 from components.workers import WorkerGroup
@@ -37,10 +36,8 @@ def train(
     the same ``storage`` and ``run_id`` (``--resume``) does the same.
     ``callbacks`` see every report after the MLflow logger has. With
     ``export``, rank 0 ends by writing the final metrics and the best
-    model's scorer into ``storage`` (see :mod:`components.final_export`),
-    where an earlier attempt's are removed first."""
-    if export:
-        clear_final(Path(storage))
+    model's scorer into ``storage``, in place of an earlier attempt's (see
+    :mod:`components.final_export`)."""
     trainer = ray.train.torch.TorchTrainer(
         train_worker,
         train_loop_config={

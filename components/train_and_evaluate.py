@@ -44,17 +44,14 @@ def train_and_evaluate(
 
 
 def evaluate_and_log_model(
-    dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig,
-    resources: dict[str, float], directory: Path,
+    dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig, directory: Path,
 ) -> dict[str, float]:
     """The ``final_*`` metrics and the MLflow ``model`` of the checkpoint
     ``trained`` alone (a training whose worker did not export, as the
-    kubeflow pipeline's), logged to the active run: one Ray task holding
-    ``resources`` evaluates it and writes its scorer into ``directory``
-    (storage the driver sees), reading the split and the checkpoint once.
-    Returns the metrics."""
-    ray.get(evaluate_and_export.options(**resources).remote(dataset, trained, config,
-                                                           str(directory)))
+    kubeflow pipeline's), logged to the active run: one Ray task evaluates
+    it and writes its scorer into ``directory`` (storage the driver sees),
+    reading the split and the checkpoint once. Returns the metrics."""
+    ray.get(evaluate_and_export.remote(dataset, trained, config, str(directory)))
     return log_final(directory)
 
 

@@ -120,7 +120,7 @@ def evaluate_step(splits: str, model: str, run_id: str, experiment: str) -> dict
     dataset = split_artifact(splits)
 
     def job(work: Path) -> dict[str, float]:
-        return evaluate_and_log_model(dataset, TrainArtifact(model, 0, {}), config, {}, work)
+        return evaluate_and_log_model(dataset, TrainArtifact(model, 0, {}), config, work)
 
     _, final = _finished(execute(experiment or f"plnlp-{config.dataset}", "", None, job, run_id))
     return final
