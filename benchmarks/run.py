@@ -41,7 +41,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -66,7 +66,7 @@ from plnlp_core.heuristics import HEURISTICS, heuristic_metrics
 from plnlp_core.ogb_reader import load_ogb
 from plnlp_core.random_walk import random_walk_pairs, walk_starts
 from plnlp_core.standins import cached_standin, standin_size
-from plnlp_core.training import StepOptions, draw_batch, train_step
+from plnlp_core.training import StepOptions, draw_batch, resolve_precision, train_step
 
 ROOT = Path(__file__).resolve().parents[1]
 MIB = 2**20
@@ -300,6 +300,7 @@ def bench_training(workload: Workload, split: LinkSplit, device: torch.device,
     """Times ``workload.batches`` batches of our step and of the naive one,
     one evaluation, and the memory they take."""
     config = preset_config(workload)
+    config = replace(config, precision=resolve_precision(config.precision, device))
     torch.manual_seed(config.seed)
     walks = build_walk_rounds(split, config) if config.uses_random_walk else None
     graph = build_training_graph(split, config, walks).to(device)

@@ -16,7 +16,7 @@ from plnlp_core.datasets import LinkSplit
 from plnlp_core.evaluation import evaluate
 from plnlp_core.heuristics import heuristic_metrics
 from plnlp_core.nn import PLNLPModel
-from plnlp_core.training import set_matmul_precision
+from plnlp_core.training import resolve_precision, set_matmul_precision
 
 
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
@@ -52,7 +52,7 @@ def load_trained(
     state = torch.load(Path(trained.checkpoint_dir) / CHECKPOINT_FILE, weights_only=True,
                        map_location=device)
     model.load_state_dict(state)
-    set_matmul_precision(config.precision)
+    set_matmul_precision(resolve_precision(config.precision, device))
     return split, model.to(device), adj.to(device)
 
 

@@ -26,7 +26,7 @@ WALK_POSITIVES = ("union", "walks")
 EDGE_MARGINS = ("normalized", "raw")
 LR_DECAYS = ("none", "linear")
 SELECT_BEST = ("first", "last")
-PRECISIONS = ("fp32", "tf32", "bf16")
+PRECISIONS = ("fp32", "tf32", "bf16", "auto")
 
 
 @dataclass(frozen=True)

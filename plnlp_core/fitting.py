@@ -4,7 +4,7 @@ import copy
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 import torch.distributed as dist
@@ -16,7 +16,12 @@ from plnlp_core.datasets import LinkSplit
 from plnlp_core.evaluation import evaluate
 from plnlp_core.fit_state import FitState
 from plnlp_core.graph import TrainingGraph
-from plnlp_core.training import check_precision, set_matmul_precision, train_epoch
+from plnlp_core.training import (
+    check_precision,
+    resolve_precision,
+    set_matmul_precision,
+    train_epoch,
+)
 
 
 @dataclass
@@ -62,6 +67,7 @@ def fit(
     """
     core = model.module if hasattr(model, "module") else model
     device = next(core.parameters()).device
+    config = replace(config, precision=resolve_precision(config.precision, device))
     check_precision(config.precision, device)
     x = None if split.x is None else split.x.to(device)
     graph = graph.to(device)

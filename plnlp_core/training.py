@@ -175,6 +175,16 @@ def model_scorer(model: nn.Module, x: Tensor | None, adj: Tensor) -> PairScorer:
     return score
 
 
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """``"auto"`` is ``"bf16"`` on a GPU that computes in bfloat16 (Ampere
+    on) and ``"fp32"`` elsewhere; any other precision stays as it is."""
+    if precision != "auto":
+        return precision
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return "bf16"
+    return "fp32"
+
+
 def check_precision(precision: str, device: torch.device) -> None:
     """Refuses ``bf16`` on a GPU that cannot compute in bfloat16 (before
     Ampere), naming the device, before any training."""

@@ -309,3 +309,33 @@ def test_precision_sets_tf32_matmuls_only_for_tf32():
     for precision in ("fp32", "bf16"):
         set_matmul_precision(precision)
         assert torch.get_float32_matmul_precision() == "highest"
+
+
+def test_auto_precision_is_bf16_on_a_gpu_with_bfloat16_and_fp32_elsewhere(monkeypatch):
+    from plnlp_core.training import resolve_precision
+
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
+    assert resolve_precision("auto", cuda) == "bf16"
+    assert resolve_precision("auto", cpu) == "fp32"
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: False)
+    assert resolve_precision("auto", cuda) == "fp32"  # a GPU before Ampere
+    for precision in ("fp32", "tf32", "bf16"):
+        assert resolve_precision(precision, cuda) == precision
+
+
+def test_fit_trains_at_the_precision_auto_resolves_to(ddi_standin_split, monkeypatch):
+    import plnlp_core.fitting
+
+    asked = []
+    monkeypatch.setattr(plnlp_core.fitting, "resolve_precision",
+                        lambda precision, device: asked.append(precision) or "bf16")
+    seen = set()
+    torch.manual_seed(0)
+    config = PLNLPConfig.from_mapping({**SMALL, "epochs": 1, "precision": "auto",
+                                       "predictor": "mlp"})
+    model = build_model(config, ddi_standin_split.info, ddi_standin_split.num_nodes)
+    model.predictor.mlp.lins[0].register_forward_hook(
+        lambda m, i, out: seen.add(out.dtype) if m.training else None)
+    fit(model, config, ddi_standin_split, build_training_graph(ddi_standin_split, config))
+    assert asked == ["auto"] and seen == {torch.bfloat16}
