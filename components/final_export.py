@@ -26,6 +26,7 @@ from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import LinkSplit
 from plnlp_core.errors import PLNLPError
 from plnlp_core.link_scorer import LinkScorer
+from plnlp_core.nn.model import unwrap
 from plnlp_core.node_ids import NodeIds
 
 FINAL_FILE = "final.json"
@@ -39,7 +40,7 @@ def export_best(
     """Loads ``best_state`` into ``model`` (unwrapping DDP), encodes its
     scorer over ``adj`` on the model's device and writes it, with
     ``best_metrics`` as the ``final_*`` metrics, into ``directory``."""
-    core = model.module if hasattr(model, "module") else model
+    core = unwrap(model)
     core.load_state_dict(best_state)
     device = next(core.parameters()).device
     scorer = LinkScorer.encode(core, split, adj.to(device), config, node_ids)

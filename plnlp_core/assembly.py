@@ -18,6 +18,7 @@ from plnlp_core.graph import (
 )
 from plnlp_core.losses import LOSSES, WEIGHTED_LOSSES
 from plnlp_core.nn import EDGE_PREDICTORS, ENCODER_LEVELS, GNNEncoder, NodeInput, PLNLPModel
+from plnlp_core.nn.model import unwrap
 from plnlp_core.random_walk import random_walk_pairs, walk_starts
 from plnlp_core.sampling import SAMPLERS, NegativeSampler
 from plnlp_core.training import StepOptions
@@ -67,7 +68,7 @@ def parameter_groups(model: nn.Module, config: PLNLPConfig) -> list[dict[str, ob
     """The optimiser's parameter groups: the predictor's at
     ``predictor_lr`` (NCN's ``--prelr``) and the rest at ``lr``, or one
     group at ``lr`` when ``predictor_lr`` is unset."""
-    core = model.module if hasattr(model, "module") else model
+    core = unwrap(model)
     if config.predictor_lr is None:
         return [{"params": list(model.parameters()), "lr": config.lr}]
     predictor = {id(p) for p in core.predictor.parameters()}

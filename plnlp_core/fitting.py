@@ -16,6 +16,7 @@ from plnlp_core.datasets import LinkSplit
 from plnlp_core.evaluation import evaluate
 from plnlp_core.fit_state import FitState
 from plnlp_core.graph import TrainingGraph
+from plnlp_core.nn.model import unwrap
 from plnlp_core.training import (
     check_precision,
     resolve_precision,
@@ -65,7 +66,7 @@ def fit(
     ``graph.positives`` is then this worker's shard. With ``resume``,
     training goes on after ``resume.epoch`` as if it had never stopped.
     """
-    core = model.module if hasattr(model, "module") else model
+    core = unwrap(model)
     device = next(core.parameters()).device
     config = replace(config, precision=resolve_precision(config.precision, device))
     check_precision(config.precision, device)

@@ -6,6 +6,7 @@ from torch import Tensor, nn
 
 from plnlp_core.errors import PLNLPError
 from plnlp_core.losses import LossFn
+from plnlp_core.nn.model import unwrap
 from plnlp_core.sampling import NegativeSampler, PairScorer, draw_negatives
 
 
@@ -120,7 +121,7 @@ def train_step(
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if options.clip_grad_norm is not None:
-        core = model.module if hasattr(model, "module") else model
+        core = unwrap(model)
         core.clip_gradients(options.clip_grad_norm)
     optimizer.step()
     gap = (pos_score.detach().unsqueeze(-1) - neg_score.detach()).mean()
@@ -162,7 +163,7 @@ def train_epoch(
 def model_scorer(model: nn.Module, x: Tensor | None, adj: Tensor) -> PairScorer:
     """Scores pairs with ``model`` as it is now: without gradients and
     without dropout (evaluation mode, restored afterwards)."""
-    core = model.module if hasattr(model, "module") else model
+    core = unwrap(model)
 
     def score(pairs: Tensor) -> Tensor:
         was_training = core.training

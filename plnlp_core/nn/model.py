@@ -10,6 +10,12 @@ ENCODER_LEVELS: Registry[type["PLNLPModel"]] = Registry("encoder level")
 (:class:`plnlp_core.nn.edge_level.EdgeLevelModel`)."""
 
 
+def unwrap(model: nn.Module) -> nn.Module:
+    """The model a :class:`~torch.nn.parallel.DistributedDataParallel`
+    wrapper holds, or ``model`` itself when it is not wrapped."""
+    return model.module if hasattr(model, "module") else model
+
+
 @ENCODER_LEVELS.register("node")
 class PLNLPModel(nn.Module):
     r"""A neural link predictor (paper §3, Eq. 3): a neighborhood encoder
