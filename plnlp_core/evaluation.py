@@ -1,7 +1,6 @@
 """Link-prediction metrics: OGB's own :class:`Evaluator` (Hits@K, MRR), and
 AUC for graphs of one's own."""
 import torch
-from ogb.linkproppred import Evaluator
 from scipy.stats import rankdata
 from torch import Tensor
 
@@ -27,6 +26,8 @@ def ogb_metrics(info: DatasetInfo, pos_score: Tensor, neg_score: Tensor) -> dict
     ``info.hits_k``. As OGB defines it, Hits@K is the fraction of positives
     scored above the K-th best negative, and 1 when there are fewer than K
     negatives."""
+    from ogb.linkproppred import Evaluator  # sklearn with it: imported where metrics are made
+
     if info.metric == "mrr":
         result = Evaluator(info.ogb_name).eval({
             "y_pred_pos": pos_score,

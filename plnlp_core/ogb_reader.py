@@ -9,6 +9,7 @@ edges are those of ``train.pt``), and nothing is written unless the dataset
 has to be downloaded."""
 import functools
 import gzip
+import importlib.util
 import pickle
 import re
 import shutil
@@ -21,13 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import ogb.linkproppred
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import torch
 from numpy import dtypes
-from ogb.linkproppred import LinkPropPredDataset
 from torch import Tensor
 
 from plnlp_core.datasets import DATASETS, SPLIT_PARTS, DatasetInfo, LinkSplit
@@ -60,7 +59,7 @@ _BAD_GZIP_CSV = (OSError, EOFError, ValueError, zlib.error, pa.ArrowException)
 def ogb_master() -> pd.DataFrame:
     """OGB's own table of link datasets (``ogb/linkproppred/master.csv``),
     one column per dataset, as ``LinkPropPredDataset`` reads it."""
-    path = Path(ogb.linkproppred.__file__).with_name("master.csv")
+    path = Path(importlib.util.find_spec("ogb.linkproppred").origin).with_name("master.csv")
     return pd.read_csv(path, index_col=0, keep_default_na=False)
 
 
@@ -101,6 +100,8 @@ def load_ogb(info: DatasetInfo, data_root: Path) -> LinkSplit:
 
 def _download(info: DatasetInfo, data_root: Path) -> None:
     try:
+        from ogb.linkproppred import LinkPropPredDataset  # its import takes sklearn and PyG
+
         data_root.mkdir(parents=True, exist_ok=True)
         LinkPropPredDataset(name=info.ogb_name, root=str(data_root))
     except (OSError, urllib.error.URLError, EOFError, SystemExit) as error:

@@ -126,7 +126,7 @@ def test_a_download_that_needs_an_answer_on_stdin_is_refused_with_a_way_out(
     def asks(*args, **kwargs):
         raise EOFError("EOF when reading a line")  # OGB's input() for downloads over 1 GB
 
-    monkeypatch.setattr("plnlp_core.ogb_reader.LinkPropPredDataset", asks)
+    monkeypatch.setattr("ogb.linkproppred.LinkPropPredDataset", asks)
     with pytest.raises(PLNLPError, match="asks before downloading over 1 GB") as caught:
         load_ogb(DDI, tmp_path / "empty")
     assert "PLNLP_DATA_ROOT" in str(caught.value)
