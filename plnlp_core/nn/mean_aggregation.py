@@ -1,4 +1,5 @@
 import weakref
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -80,7 +81,7 @@ class SymmetricSAGEConv(SAGEConv):
             adjacency tensor. (default: ``True``)
     """
 
-    def __init__(self, *args, cached: bool = True, **kwargs) -> None:
+    def __init__(self, *args: Any, cached: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cached = cached
         self._dense_of: weakref.ref | None = None
