@@ -41,7 +41,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -300,7 +300,7 @@ def bench_training(workload: Workload, split: LinkSplit, device: torch.device,
     """Times ``workload.batches`` batches of our step and of the naive one,
     one evaluation, and the memory they take."""
     config = preset_config(workload)
-    config = replace(config, precision=resolve_precision(config.precision, device))
+    config = config.replace(precision=resolve_precision(config.precision, device))
     torch.manual_seed(config.seed)
     walks = build_walk_rounds(split, config) if config.uses_random_walk else None
     graph = build_training_graph(split, config, walks).to(device)

@@ -4,7 +4,7 @@ import copy
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import torch
 import torch.distributed as dist
@@ -68,7 +68,7 @@ def fit(
     """
     core = unwrap(model)
     device = next(core.parameters()).device
-    config = replace(config, precision=resolve_precision(config.precision, device))
+    config = config.replace(precision=resolve_precision(config.precision, device))
     check_precision(config.precision, device)
     x = None if split.x is None else split.x.to(device)
     graph = graph.to(device)

@@ -97,7 +97,7 @@ class SymmetricSAGEConv(SAGEConv):
 
     def _dense_copy(self, adj: Tensor) -> tuple[Tensor, Tensor]:
         """``adj`` as a dense matrix and its rows' inverse degrees."""
-        if self._dense is not None and self._dense_of is not None and self._dense_of() is adj:
+        if self._dense_of is not None and self._dense_of() is adj:
             return self._dense
         dense = (adj.to_dense(), _inverse_degree(adj).unsqueeze(-1))
         if self.cached:
