@@ -1,7 +1,6 @@
 """Link-prediction metrics: OGB's own :class:`Evaluator` (Hits@K, MRR), and
 AUC for graphs of one's own."""
 import torch
-from scipy.stats import rankdata
 from torch import Tensor
 
 from plnlp_core.datasets import DatasetInfo
@@ -55,6 +54,8 @@ def auc(pos_score: Tensor, neg_score: Tensor) -> float:
 
     where :math:`r_p` is the rank of :math:`s_p` among all scores (ties
     share their mean rank): one sort, :math:`O(n \log n)`."""
+    from scipy.stats import rankdata  # a second to import: only own graphs' AUC needs it
+
     scores = torch.cat([pos_score.reshape(-1), neg_score.reshape(-1)]).double().cpu().numpy()
     ranks = rankdata(scores)
     num_pos, num_neg = pos_score.numel(), neg_score.numel()
