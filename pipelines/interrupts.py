@@ -28,7 +28,7 @@ class SignalGuard:
     ``KeyboardInterrupt`` (Ray's ``ray.get`` passes only that one through)
     and :attr:`received` records which came first. Libraries that install
     their own handler for them meanwhile are kept from doing so: Ray Train's
-    trainers' ``fit`` would otherwise turn Ctrl-C into a graceful abort
+    ``fit`` would otherwise turn Ctrl-C into a graceful abort
     that returns as if training had ended, and Ray Tune into a stop that
     returns partial results."""
 
