@@ -22,13 +22,14 @@ PHASES = (
 )
 COMMAND = "command"
 DRIVER_MARKS: dict[str, float] = {}
-"""This process's marks: ``command`` (the process's start) and the driver's phases."""
+"""This process's marks: ``command`` (the command's start) and the driver's phases."""
 
 
-def mark_command_start() -> None:
-    """Marks the command's start: when this process was created."""
+def mark_command_start(at: float | None = None) -> None:
+    """Marks the command's start: ``at`` (a ``time.time()``), by default
+    when this process was created."""
     DRIVER_MARKS.clear()
-    DRIVER_MARKS[COMMAND] = psutil.Process().create_time()
+    DRIVER_MARKS[COMMAND] = psutil.Process().create_time() if at is None else at
 
 
 def mark(phase: str, marks: dict[str, float] | None = None) -> None:

@@ -8,6 +8,7 @@ records to MLflow at ``MLFLOW_TRACKING_URI`` (else MLflow's local SQLite file).
 """
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from components.startup import mark_command_start
@@ -113,7 +114,8 @@ def run_name(args: argparse.Namespace, plan: RunPlan, seeds: str | None = None) 
 
 def main(argv: list[str] | None = None) -> int:
     skip_final_collection()
-    mark_command_start()
+    # A command starts with its process; a call from Python (a notebook, the benchmark) at the call.
+    mark_command_start(None if argv is None else time.time())
     args = parse_args(argv)
     try:
         plan = plan_run(args)
