@@ -72,5 +72,6 @@ def trainer_class(workers: WorkerGroup) -> type[DataParallelTrainer]:
     trainer, the ``TorchTrainer``'s own base, for a single worker, which
     needs no process group. Without the torch backend the Train controller
     does not import torch and the worker sets up no gloo or NCCL group: on
-    2 CPU cores the worker enters its function about 2 s sooner."""
+    2 CPU cores an empty function starts 2.8 s sooner, the pipeline's first
+    epoch about 1 s sooner (benchmarks/README.md)."""
     return ray.train.torch.TorchTrainer if workers.num_workers > 1 else DataParallelTrainer
