@@ -87,9 +87,10 @@ class LinkScorer:
         return self.h.size(0)
 
     def pairs_of(self, src: object, dst: object) -> Tensor:
-        """The positions of the id pairs ``(src_t, dst_t)``, shape ``[M, 2]``."""
-        return torch.stack([self.node_ids.positions(src, "source node id"),
-                            self.node_ids.positions(dst, "destination node id")], dim=1)
+        """The positions of the id pairs ``(src_t, dst_t)``, shape ``[M, 2]``;
+        a refused id is named by its row and column, ``src`` or ``dst``."""
+        return torch.stack([self.node_ids.positions(src, "source node id", "src"),
+                            self.node_ids.positions(dst, "destination node id", "dst")], dim=1)
 
     @torch.no_grad()
     def score(self, pairs: Tensor) -> Tensor:

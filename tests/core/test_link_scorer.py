@@ -1,6 +1,8 @@
 """The trained model put to use: pair scores as evaluation computes them,
 top-K non-edges against brute force, ids in and out, and a saved scorer
 that scores as the model it came from."""
+import warnings
+
 import pyarrow as pa
 import pytest
 import torch
@@ -87,3 +89,30 @@ def test_user_ids_map_in_and_unknown_ones_are_refused_by_name(ddi_standin_split)
         numbered.positions([1, n])
     with pytest.raises(PLNLPError, match="must be integers"):
         numbered.positions(["x"])
+
+
+@pytest.mark.parametrize(("src", "dst", "refusal"), [
+    ([0, 1.5], [1, 2], r"source node ids must be integers for this model, and row 2's src is "
+                       r"1\.5;"),
+    ([0, 1], ["1", "x"], r"destination node ids must be integers for this model, and row 2's "
+                         r"dst is 'x';"),
+    ([True], [1], r"row 1's src is True;"),
+    ([0, 1], [2, None], r"row 2's dst is blank; give each row a destination node id"),
+    ([0, 1], [2, float("nan")], r"row 2's dst is blank;"),
+    ([1, "x"], [2, 3], r"row 2's src is 'x';"),  # a column of mixed types (a JSON request)
+])
+def test_a_fractional_non_numeric_or_blank_id_is_refused_by_row_and_column(src, dst, refusal):
+    numbered = NodeIds(60)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's cast of a blank to an integer warned
+        with pytest.raises(PLNLPError, match=refusal):
+            torch.stack([numbered.positions(src, "source node id", "src"),
+                         numbered.positions(dst, "destination node id", "dst")])
+
+
+def test_blank_ids_of_a_graph_of_ones_own_are_refused_by_row_and_column():
+    ids = NodeIds(3, pa.array(["a", "b", "c"]))
+    for blank in (None, "", "  "):
+        with pytest.raises(PLNLPError, match="row 2's dst is blank"):
+            ids.positions(pa.chunked_array([["a", blank]]), "destination node id", "dst")
+    assert ids.positions(pa.chunked_array([["c", "a"]])).tolist() == [2, 0]
