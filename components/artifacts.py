@@ -5,6 +5,8 @@ from pathlib import Path
 
 from plnlp_core.datasets import DATASETS, DatasetInfo
 
+META_FILE = "meta.json"
+
 
 @dataclass(frozen=True)
 class DatasetArtifact:
@@ -40,11 +42,15 @@ class DatasetMeta:
     categories: dict | None = None  # the node features as one categorical column, checked
 
     def write(self, directory: Path) -> None:
-        (directory / "meta.json").write_text(json.dumps(asdict(self), indent=2))
+        (directory / META_FILE).write_text(json.dumps(asdict(self), indent=2))
 
     @classmethod
     def read(cls, directory: Path) -> "DatasetMeta":
-        return cls(**json.loads((directory / "meta.json").read_text()))
+        return cls.from_json((directory / META_FILE).read_text())
+
+    @classmethod
+    def from_json(cls, text: str) -> "DatasetMeta":
+        return cls(**json.loads(text))
 
     def dataset_info(self) -> DatasetInfo:
         """The dataset's :class:`DatasetInfo`: its own, or OGB's registered one."""

@@ -3,6 +3,7 @@
 chunks of start nodes."""
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import ray
 import torch
@@ -11,7 +12,7 @@ from torch import Tensor
 from components.artifacts import DatasetArtifact, WalkArtifact
 from components.parquet_io import pairs_table, read_split
 from components.scheduling import ANYWHERE
-from components.stage_cache import cached, content_digest
+from components.stage_cache import cached, content_digest, local_entry
 from plnlp_core.assembly import input_edges
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.graph import build_adjacency
@@ -20,14 +21,15 @@ from plnlp_core.random_walk import random_walk_pairs, walk_starts
 
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
 def _walk_chunk(
-    rowptr: Tensor, col: Tensor, starts: Tensor, walk_length: int, seed: int, part: Path,
-) -> int:
+    rowptr: Tensor, col: Tensor, starts: Tensor, walk_length: int, seed: int,
+) -> pa.Table:
+    """The pairs of walks from ``starts``, returned to the builder (on a
+    cluster the task may run on a node that does not see its folder)."""
     n = rowptr.numel() - 1
     adj = torch.sparse_csr_tensor(rowptr, col, torch.ones(col.numel()), (n, n))
     generator = torch.Generator().manual_seed(seed)
     pairs, weights = random_walk_pairs(adj, starts, walk_length, generator)
-    pq.write_table(pairs_table(pairs, weight=weights), part)
-    return pairs.size(0)
+    return pairs_table(pairs, weight=weights)
 
 
 def augment(dataset: DatasetArtifact, config: PLNLPConfig, cache_root: str,
@@ -38,9 +40,9 @@ def augment(dataset: DatasetArtifact, config: PLNLPConfig, cache_root: str,
     cache at ``cache_root`` (see :mod:`components.stage_cache`), or reuses
     the entry walked on the same splits with the same settings."""
     inputs = augment_inputs(dataset, config, num_chunks)
-    entry = cached(Path(cache_root), "augment", inputs,
+    entry = cached(cache_root, "augment", inputs,
                    lambda scratch: _walk_rounds(dataset, config, num_chunks, scratch))
-    return WalkArtifact(str(entry.path), entry.parquet_rows(), config.walk_rounds)
+    return WalkArtifact(entry.uri, entry.parquet_rows(), config.walk_rounds)
 
 
 def augment_inputs(dataset: DatasetArtifact, config: PLNLPConfig, num_chunks: int) -> dict:
@@ -48,28 +50,27 @@ def augment_inputs(dataset: DatasetArtifact, config: PLNLPConfig, num_chunks: in
     the settings that change the walks, and the chunk count."""
     settings = ("walk_length", "walk_starts", "walk_rounds", "seed", "valid_as_input",
                 "min_train_year")
-    return {"splits": content_digest(Path(dataset.directory)), "num_chunks": num_chunks,
+    return {"splits": content_digest(dataset.directory), "num_chunks": num_chunks,
             **{name: getattr(config, name) for name in settings}}
 
 
 def _walk_rounds(dataset: DatasetArtifact, config: PLNLPConfig, num_chunks: int,
                  out: Path) -> None:
-    split = read_split(Path(dataset.directory))
+    split = read_split(local_entry(dataset.directory))
     edges, _ = input_edges(split, config)
     adj, _ = build_adjacency(edges, split.num_nodes)
     rowptr, col = ray.put(adj.crow_indices()), ray.put(adj.col_indices())
     starts = walk_starts(config.walk_starts, split.num_nodes, edges)
     layout = WalkArtifact(str(out), 0, config.walk_rounds)
-    tasks = []
+    parts = {}
     for r in range(config.walk_rounds):
         folder = layout.round_directory(r)
         folder.mkdir()
-        tasks += [
-            _walk_chunk.remote(rowptr, col, chunk, config.walk_length,
-                               _chunk_seed(config.seed, r, i), folder / f"part-{i:04d}.parquet")
-            for i, chunk in enumerate(starts.tensor_split(num_chunks))
-        ]
-    ray.get(tasks)
+        for i, chunk in enumerate(starts.tensor_split(num_chunks)):
+            parts[folder / f"part-{i:04d}.parquet"] = _walk_chunk.remote(
+                rowptr, col, chunk, config.walk_length, _chunk_seed(config.seed, r, i))
+    for part, table in parts.items():
+        pq.write_table(ray.get(table), part)
 
 
 def _chunk_seed(seed: int, walk_round: int, chunk: int) -> int:

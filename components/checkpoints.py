@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from components.storage import Location, location
 from plnlp_core.datasets import cache_dir
 from plnlp_core.fit_state import FitState
 
@@ -24,10 +25,11 @@ TIMING_FILE = "timing.json"
 CHECKPOINTS_TAG = "plnlp.checkpoints"
 
 
-def checkpoint_root(work_dir: str | None) -> Path:
+def checkpoint_root(work_dir: str | None) -> Location:
     """Where runs keep their training checkpoints: ``<work_dir>/runs`` (on a
-    cluster, storage every node sees), else ``$PLNLP_CACHE_DIR/runs``."""
-    return (Path(work_dir) if work_dir else cache_dir()) / "runs"
+    cluster, storage every node sees: a shared folder or object storage),
+    else ``$PLNLP_CACHE_DIR/runs``."""
+    return location(work_dir or cache_dir()) / "runs"
 
 
 def model_shapes(state: dict[str, torch.Tensor]) -> dict[str, object]:

@@ -1,7 +1,5 @@
 """Stage ``evaluate``: OGB's Evaluator (AUC and Hits@K for own graphs) on
 the best checkpoint, or on a classic heuristic's scores."""
-from pathlib import Path
-
 import ray
 import torch
 from torch import Tensor
@@ -10,6 +8,8 @@ from components.artifacts import DatasetArtifact, TrainArtifact
 from components.checkpoints import CHECKPOINT_FILE
 from components.parquet_io import read_split
 from components.scheduling import ANYWHERE
+from components.stage_cache import local_entry
+from components.storage import local_copy
 from plnlp_core.assembly import build_input_adjacency, build_model, input_edges
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import LinkSplit
@@ -46,11 +46,11 @@ def load_trained(
     """The split, the best checkpoint's model and its input graph, on the
     task's GPU if it has one, with ``config``'s matmul precision set."""
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    split = read_split(Path(dataset.directory))
+    split = read_split(local_entry(dataset.directory))
     adj, _ = build_input_adjacency(split, config)
     model = build_model(config, split.info, split.num_nodes)
-    state = torch.load(Path(trained.checkpoint_dir) / CHECKPOINT_FILE, weights_only=True,
-                       map_location=device)
+    with local_copy(trained.checkpoint_dir) as checkpoint:
+        state = torch.load(checkpoint / CHECKPOINT_FILE, weights_only=True, map_location=device)
     model.load_state_dict(state)
     set_matmul_precision(resolve_precision(config.precision, device))
     return split, model.to(device), adj.to(device)
@@ -63,7 +63,7 @@ def evaluate_heuristic(
     """Validation and test metrics of the heuristic ``name`` (``cn``, ``aa``,
     ``ra``) over the graph training starts from (``config``'s observed
     edges), keyed as :func:`evaluate_checkpoint`'s."""
-    split = read_split(Path(dataset.directory))
+    split = read_split(local_entry(dataset.directory))
     edges, _ = input_edges(split, config)
     metrics = heuristic_metrics(name, split, edges)
     return {f"final_{key}": value for key, value in metrics.items()}

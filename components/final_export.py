@@ -1,6 +1,7 @@
 """What a run leaves for the driver to log: its ``final_*`` metrics and the
 best model's :class:`plnlp_core.link_scorer.LinkScorer`, side by side in the
-run's checkpoint storage (which the driver sees).
+run's checkpoint storage (which the driver sees: a shared folder or object
+storage).
 
 The main job's training worker writes them itself once training ends
 (:func:`export_best`): it holds the split, the input graph and the best
@@ -16,12 +17,12 @@ files from the checkpoint (:func:`components.model_export.evaluate_and_export`).
 whole; :func:`clear_final` removes an earlier attempt's before training.
 """
 import json
-import os
-import shutil
+import tempfile
 from pathlib import Path
 
 from torch import Tensor, nn
 
+from components.storage import Location, location, node_scratch_dir
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import LinkSplit
 from plnlp_core.errors import PLNLPError
@@ -35,7 +36,8 @@ SCORER_DIR = "scorer"
 
 def export_best(
     model: nn.Module, best_state: dict[str, Tensor], best_metrics: dict[str, float],
-    split: LinkSplit, adj: Tensor, config: PLNLPConfig, node_ids: NodeIds, directory: Path,
+    split: LinkSplit, adj: Tensor, config: PLNLPConfig, node_ids: NodeIds,
+    directory: "str | Path | Location",
 ) -> None:
     """Loads ``best_state`` into ``model`` (unwrapping DDP), encodes its
     scorer over ``adj`` on the model's device and writes it, with
@@ -48,29 +50,40 @@ def export_best(
                 scorer)
 
 
-def write_final(directory: Path, final: dict[str, float], scorer: LinkScorer) -> None:
+def write_final(directory: "str | Path | Location", final: dict[str, float],
+                scorer: LinkScorer) -> None:
     """Writes ``scorer`` into ``directory/scorer``, then ``final`` and the
-    kind of the scorer's node ids into ``directory/final.json``."""
+    kind of the scorer's node ids into ``directory/final.json`` (in object
+    storage: the scorer's files uploaded from this node, the marker last)."""
+    directory = location(directory)
     clear_final(directory)
-    scorer.save(directory / SCORER_DIR)
-    partial = directory / f"{FINAL_FILE}.partial"
-    partial.write_text(json.dumps({"metrics": final, "id_kind": scorer.node_ids.kind}))
-    os.replace(partial, directory / FINAL_FILE)
+    marker = json.dumps({"metrics": final, "id_kind": scorer.node_ids.kind})
+    if directory.is_local:
+        scorer.save(directory.local_path() / SCORER_DIR)
+    else:
+        with tempfile.TemporaryDirectory(prefix="plnlp-scorer-", dir=node_scratch_dir()) as local:
+            scorer.save(Path(local))
+            (directory / SCORER_DIR).upload(Path(local))
+    (directory / FINAL_FILE).write_text(marker)
 
 
-def read_final(directory: Path) -> tuple[dict[str, float], str]:
+def read_final(directory: "str | Path | Location") -> tuple[dict[str, float], str]:
     """The ``final_*`` metrics and the node ids' kind :func:`write_final`
     wrote into ``directory``."""
-    path = directory / FINAL_FILE
-    if not path.exists():
+    directory = location(directory)
+    try:
+        final = json.loads((directory / FINAL_FILE).read_text())
+    except FileNotFoundError:
         raise PLNLPError(f"training ended without writing its final metrics and model to "
                          f"{directory}; run again with --resume to finish it from its last "
-                         "checkpoint.")
-    final = json.loads(path.read_text())
+                         "checkpoint.") from None
     return final["metrics"], final["id_kind"]
 
 
-def clear_final(directory: Path) -> None:
+def clear_final(directory: "str | Path | Location") -> None:
     """Removes what :func:`write_final` wrote into ``directory``, marker first."""
-    (directory / FINAL_FILE).unlink(missing_ok=True)
-    shutil.rmtree(directory / SCORER_DIR, ignore_errors=True)
+    directory = location(directory)
+    marker = directory / FINAL_FILE
+    if marker.exists():
+        marker.filesystem.delete_file(marker.path)
+    (directory / SCORER_DIR).remove()

@@ -9,13 +9,16 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import ray
 
-from components.artifacts import DatasetArtifact, DatasetMeta
+from components.artifacts import META_FILE, DatasetArtifact, DatasetMeta
 from components.parquet_io import NODE_IDS_FILE, write_split
 from components.scheduling import ANYWHERE
-from components.stage_cache import CacheEntry, cached, reuse
+from components.stage_cache import CacheEntry, cache_key, cached, reuse
+from components.storage import Location, location, node_scratch_dir
 from plnlp_core.datasets import DATASETS, DatasetInfo
+from plnlp_core.errors import PLNLPError
 from plnlp_core.ogb_reader import load_ogb, split_type
 from plnlp_core.own_graph import load_own_graph
+from plnlp_core.publishing import publish
 
 REPORT_FILE = "report.json"
 
@@ -26,20 +29,22 @@ LOAD_FORMAT = 2  # 2: own graphs leave out the Hits@K their negatives cannot tel
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
 def load_dataset(dataset: str, data_root: str, cache_root: str) -> DatasetArtifact:
     """Loads ``dataset`` from OGB's folder under ``data_root`` (see
-    :func:`plnlp_core.ogb_reader.load_ogb`) into an entry of the stage cache
-    at ``cache_root`` (see :class:`DatasetArtifact`), or reuses the entry
-    written from the same files."""
+    :func:`plnlp_core.ogb_reader.load_ogb`; a folder in object storage is
+    first copied to this node, see :func:`local_data_root`) into an entry
+    of the stage cache at ``cache_root`` (see :class:`DatasetArtifact`), or
+    reuses the entry written from the same files."""
     info = DATASETS.get(dataset)
-    root = Path(data_root).resolve()
+    source = location(data_root)
     preloaded = None
-    if not (root / info.dir_name).is_dir():  # OGB downloads it, or says why it cannot
-        preloaded = load_ogb(info, root)
+    if source.is_local and not (source.local_path() / info.dir_name).is_dir():
+        preloaded = load_ogb(info, source.local_path())  # OGB downloads it, or says why not
+    inputs = load_inputs(info, source)
 
     def write(scratch: Path) -> None:
-        write_split(preloaded if preloaded is not None else load_ogb(info, root), scratch)
+        write_split(preloaded if preloaded is not None
+                    else load_ogb(info, local_data_root(info, source)), scratch)
 
-    entry = cached(Path(cache_root), "load", load_inputs(info, root), write)
-    return DatasetArtifact(str(entry.path), DatasetMeta.read(entry.path))
+    return _artifact(cached(cache_root, "load", inputs, write))
 
 
 def loaded_dataset(dataset: str, data_root: str, cache_root: str) -> DatasetArtifact | None:
@@ -47,37 +52,64 @@ def loaded_dataset(dataset: str, data_root: str, cache_root: str) -> DatasetArti
     without a Ray task (which would start a process and import torch and
     OGB for a lookup); ``None`` when there is none yet."""
     info = DATASETS.get(dataset)
-    root = Path(data_root).resolve()
-    if not (root / info.dir_name).is_dir():
+    source = location(data_root)
+    if source.is_local and not (source.local_path() / info.dir_name).is_dir():
         return None
-    return _artifact(reuse(Path(cache_root), "load", load_inputs(info, root)))
+    return _artifact(reuse(cache_root, "load", load_inputs(info, source)))
 
 
 def loaded_own_dataset(path: str, options: "OwnGraphOptions",
                        cache_root: str) -> DatasetArtifact | None:
     """As :func:`loaded_dataset`, for :func:`load_own_dataset`'s entry."""
-    return _artifact(reuse(Path(cache_root), "load", own_load_inputs(path, options)))
+    return _artifact(reuse(cache_root, "load", own_load_inputs(path, options)))
 
 
 def _artifact(entry: CacheEntry | None) -> DatasetArtifact | None:
-    return None if entry is None else DatasetArtifact(str(entry.path),
-                                                      DatasetMeta.read(entry.path))
+    if entry is None:
+        return None
+    return DatasetArtifact(entry.uri, DatasetMeta.from_json(entry.read_text(META_FILE)))
 
 
-def load_inputs(info: DatasetInfo, data_root: Path) -> dict:
+def load_inputs(info: DatasetInfo, data_root: "str | Path | Location") -> dict:
     """What the ``load`` entry of ``info`` is keyed on: the dataset, its
-    folder's absolute path, and the relative path, size and mtime of every
-    file the loader reads there (not their contents: ppa's are 700 MB)."""
-    folder = data_root.resolve() / info.dir_name
-    read = [folder / "raw" / "num-node-list.csv.gz", folder / "raw" / "node-feat.csv.gz",
-            *sorted((folder / "split" / split_type(info)).glob("*.pt"))]
-    files = {}
-    for path in read:
-        if path.is_file():
-            stat = path.stat()
-            files[path.relative_to(folder).as_posix()] = [stat.st_size, stat.st_mtime_ns]
-    return {"dataset": info.name, "folder": str(folder), "files": files,
-            "format": LOAD_FORMAT}
+    folder's absolute path or URI, and the relative path, size and mtime of
+    every file the loader reads there (not their contents: ppa's are 700 MB)."""
+    folder = location(data_root) / info.dir_name
+    found = folder.files()
+    read = ["raw/num-node-list.csv.gz", "raw/node-feat.csv.gz",
+            *sorted(name for name in found
+                    if name.startswith(f"split/{split_type(info)}/") and name.endswith(".pt")
+                    and name.count("/") == 2)]
+    files = {name: [found[name].size, found[name].mtime_ns] for name in read if name in found}
+    return {"dataset": info.name, "folder": folder.uri, "files": files, "format": LOAD_FORMAT}
+
+
+def local_data_root(info: DatasetInfo, data_root: Location) -> Path:
+    """A local folder holding OGB's folder of ``info``: ``data_root`` itself,
+    or, in object storage, this node's copy of ``<data_root>/<dir_name>``,
+    made once per content (the files' sizes and mtimes) and checked by size."""
+    if data_root.is_local:
+        return data_root.local_path()
+    source = data_root / info.dir_name
+    found = {name: file.size for name, file in source.files().items()}
+    if not found:
+        raise PLNLPError(f"--data-root {data_root.uri} holds no {info.dir_name} folder; copy "
+                         f"OGB's {info.dir_name} folder there, or give a local --data-root.")
+    stamp = cache_key("data", load_inputs(info, data_root))
+    root = node_scratch_dir() / "datasets" / stamp
+    root.mkdir(parents=True, exist_ok=True)
+    if not (root / info.dir_name).is_dir():
+        publish(root / info.dir_name, lambda scratch: _copy_checked(source, found, scratch))
+    return root
+
+
+def _copy_checked(source: Location, sizes: dict[str, int], scratch: Path) -> None:
+    source.download(scratch)
+    for name, size in sizes.items():
+        copied = scratch / name
+        if not copied.is_file() or copied.stat().st_size != size:
+            raise PLNLPError(f"copying {source.uri}/{name} to this node went wrong (its size "
+                             "differs); run again.")
 
 
 @dataclass(frozen=True)
@@ -106,8 +138,7 @@ def load_own_dataset(path: str, options: OwnGraphOptions, cache_root: str) -> Da
         pq.write_table(graph.node_ids, scratch / NODE_IDS_FILE)
         (scratch / REPORT_FILE).write_text(json.dumps(dataclasses.asdict(graph.report)))
 
-    entry = cached(Path(cache_root), "load", own_load_inputs(path, options), write)
-    return DatasetArtifact(str(entry.path), DatasetMeta.read(entry.path))
+    return _artifact(cached(cache_root, "load", own_load_inputs(path, options), write))
 
 
 def own_load_inputs(path: str, options: OwnGraphOptions) -> dict:

@@ -3,7 +3,6 @@ sampled config as a child MLflow run of the sweep's run, one Tune step per
 evaluated epoch."""
 import threading
 from dataclasses import asdict
-from pathlib import Path
 
 import mlflow
 import ray
@@ -57,7 +56,7 @@ class SweepTrial(tune.Trainable):
                                   tags={TRIAL_TAG: self.trial_id}):
                 log_config(config, asdict(options["workers"]))
                 self.final = train_and_evaluate(
-                    dataset, config, options["workers"], Path(options["checkpoints"]),
+                    dataset, config, options["workers"], options["checkpoints"],
                     options["max_failures"], [reporter], options.get("decision_epochs", ()))
         except BaseException as error:  # re-raised by step, which Tune watches
             self.error = error

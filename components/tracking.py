@@ -16,6 +16,8 @@ from components.artifacts import DatasetArtifact, TrainArtifact
 from components.load import REPORT_FILE
 from components.parquet_io import NODE_IDS_FILE
 from components.plots import plot_learning_curve, plot_validation_curves
+from components.stage_cache import local_entry
+from components.storage import local_copy
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.own_graph import GraphReport
 
@@ -37,7 +39,9 @@ def log_graph(dataset: DatasetArtifact) -> None:
     """For a graph of one's own: says what reading it dropped or noticed,
     logs those counts as ``graph_*`` params and the node id mapping as
     ``graph/node_ids.parquet``. Nothing for OGB datasets."""
-    directory = Path(dataset.directory)
+    if dataset.meta.info is None:  # OGB's
+        return
+    directory = local_entry(dataset.directory)
     if not (directory / REPORT_FILE).exists():
         return
     report = GraphReport(**json.loads((directory / REPORT_FILE).read_text()))
@@ -48,7 +52,8 @@ def log_graph(dataset: DatasetArtifact) -> None:
 
 def log_training(trained: TrainArtifact, main_metric: str, title: str) -> None:
     """The best checkpoint, the per-epoch table and the learning curve."""
-    mlflow.log_artifacts(trained.checkpoint_dir, "checkpoint")
+    with local_copy(trained.checkpoint_dir) as checkpoint:
+        mlflow.log_artifacts(str(checkpoint), "checkpoint")
     table = pd.DataFrame(trained.history)
     with tempfile.TemporaryDirectory() as directory:
         table.to_csv(Path(directory) / "metrics.csv", index=False)

@@ -3,7 +3,6 @@
 :func:`components.train_worker.train_worker`)."""
 import json
 from collections.abc import Collection
-from pathlib import Path
 
 import ray.train
 import ray.train.torch
@@ -13,6 +12,7 @@ from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
 from components.checkpoints import BEST_DIR, BEST_FILE, HISTORY_FILE, TIMING_FILE
 from components.epoch_logger import EpochLogger
 from components.startup import mark
+from components.storage import Location, location
 from components.train_worker import train_worker
 from components.workers import WorkerGroup
 from plnlp_core.config import PLNLPConfig
@@ -20,7 +20,7 @@ from plnlp_core.config import PLNLPConfig
 
 def train(
     dataset: DatasetArtifact, walks: WalkArtifact | None, config: PLNLPConfig,
-    storage: str, workers: WorkerGroup | None = None,
+    storage: "str | Location", workers: WorkerGroup | None = None,
     tracking_uri: str | None = None, run_id: str | None = None, max_failures: int = 3,
     callbacks: list[ray.train.UserCallback] = (), decision_epochs: Collection[int] = (),
     export: bool = False,
@@ -45,12 +45,12 @@ def train(
         train_loop_config={
             "config": config.to_dict(), "dataset_dir": dataset.directory, "walks": walks,
             "decision_epochs": sorted(decision_epochs),
-            "export_dir": storage if export else None,
+            "export_dir": location(storage).uri if export else None,
         },
         scaling_config=workers.scaling_config(),
         run_config=ray.train.RunConfig(
             name=f"plnlp-{config.dataset}-{run_id or 'run'}",
-            storage_path=str(Path(storage).resolve()),
+            storage_path=location(storage).uri,
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
             failure_config=ray.train.FailureConfig(max_failures=max_failures),
             callbacks=[*([EpochLogger(tracking_uri, run_id)] if run_id else []), *callbacks],
@@ -59,11 +59,11 @@ def train(
     )
     mark("augment")  # the walks, if any, are at hand
     result = trainer.fit()
-    checkpoint = Path(result.checkpoint.path)
+    checkpoint = location(storage).relative(result.checkpoint.path)
     best = json.loads((checkpoint / BEST_DIR / BEST_FILE).read_text())
     history = json.loads((checkpoint / HISTORY_FILE).read_text())
     timing = json.loads((checkpoint / TIMING_FILE).read_text())
-    return TrainArtifact(str(checkpoint / BEST_DIR), best["epoch"], best["metrics"], history,
+    return TrainArtifact((checkpoint / BEST_DIR).uri, best["epoch"], best["metrics"], history,
                          timing["fit_seconds"], timing.get("startup", {}))
 
 

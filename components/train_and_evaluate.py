@@ -1,6 +1,5 @@
 """One config's augment -> train -> evaluate, as the main job runs each seed
 and a sweep each trial, recorded in the active MLflow run."""
-import shutil
 import time
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from components.checkpoints import CHECKPOINTS_TAG
 from components.final_export import SCORER_DIR, read_final
 from components.model_export import evaluate_and_export, log_link_model
 from components.startup import DRIVER_MARKS, startup_phases
+from components.storage import Location, local_copy, location
 from components.tracking import log_training
 from components.train import train
 from components.workers import WorkerGroup
@@ -23,7 +23,8 @@ from plnlp_core.config import PLNLPConfig
 
 
 def train_and_evaluate(
-    dataset: DatasetArtifact, config: PLNLPConfig, workers: WorkerGroup, checkpoints: Path,
+    dataset: DatasetArtifact, config: PLNLPConfig, workers: WorkerGroup,
+    checkpoints: "str | Path | Location",
     max_failures: int = 3, callbacks: list[ray.train.UserCallback] = (),
     decision_epochs: Collection[int] = (),
 ) -> dict[str, float]:
@@ -35,7 +36,7 @@ def train_and_evaluate(
     :mod:`components.final_export`). The training checkpoints are removed
     once MLflow holds the best model."""
     config.validate_graph(dataset.meta.num_nodes, dataset.meta.categories)
-    cache_root = str(Path(dataset.directory).parent)  # walks are cached beside their splits
+    cache_root = location(dataset.directory).parent  # walks are cached beside their splits
     walks = augment(dataset, config, cache_root) if config.uses_random_walk else None
     with run_checkpoints(checkpoints) as storage:
         train_in_run(dataset, walks, config, workers, storage, max_failures, callbacks,
@@ -44,42 +45,44 @@ def train_and_evaluate(
 
 
 def evaluate_and_log_model(
-    dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig, directory: Path,
+    dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig,
+    directory: "str | Path | Location",
 ) -> dict[str, float]:
     """The ``final_*`` metrics and the MLflow ``model`` of the checkpoint
     ``trained`` alone (a training whose worker did not export, as the
     kubeflow pipeline's), logged to the active run: one Ray task evaluates
     it and writes its scorer into ``directory`` (storage the driver sees),
     reading the split and the checkpoint once. Returns the metrics."""
-    ray.get(evaluate_and_export.remote(dataset, trained, config, str(directory)))
+    ray.get(evaluate_and_export.remote(dataset, trained, config, location(directory).uri))
     return log_final(directory)
 
 
-def log_final(directory: Path) -> dict[str, float]:
+def log_final(directory: "str | Path | Location") -> dict[str, float]:
     """Logs the ``final_*`` metrics and the scorer in ``directory`` (see
     :mod:`components.final_export`) as the active run's metrics and
     ``model``; returns the metrics."""
     final, id_kind = read_final(directory)
     mlflow.log_metrics(final)
-    log_link_model(directory / SCORER_DIR, id_kind)
+    with local_copy(location(directory) / SCORER_DIR) as scorer:
+        log_link_model(scorer, id_kind)
     return final
 
 
 @contextmanager
-def run_checkpoints(checkpoints: Path) -> Iterator[Path]:
+def run_checkpoints(checkpoints: "str | Path | Location") -> Iterator[Location]:
     """The active MLflow run's training checkpoints, ``checkpoints/<run
     id>`` (its ``plnlp.checkpoints`` tag), removed when the block ends
     without an error, once MLflow holds the best model; a failed or
     interrupted run keeps them, so that ``--resume`` can go on from them."""
-    storage = checkpoints / mlflow.active_run().info.run_id
-    mlflow.set_tag(CHECKPOINTS_TAG, str(storage))
+    storage = location(checkpoints) / mlflow.active_run().info.run_id
+    mlflow.set_tag(CHECKPOINTS_TAG, storage.uri)
     yield storage
-    shutil.rmtree(storage, ignore_errors=True)
+    storage.remove()
 
 
 def train_in_run(
     dataset: DatasetArtifact, walks: WalkArtifact | None, config: PLNLPConfig,
-    workers: WorkerGroup, storage: Path, max_failures: int = 3,
+    workers: WorkerGroup, storage: Location, max_failures: int = 3,
     callbacks: list[ray.train.UserCallback] = (), decision_epochs: Collection[int] = (),
     export: bool = False,
 ) -> TrainArtifact:
@@ -95,7 +98,7 @@ def train_in_run(
     config.validate_graph(dataset.meta.num_nodes, dataset.meta.categories)
     run_id = mlflow.active_run().info.run_id
     start = time.perf_counter()
-    trained = train(dataset, walks, config, str(storage), workers, mlflow.get_tracking_uri(),
+    trained = train(dataset, walks, config, storage, workers, mlflow.get_tracking_uri(),
                     run_id, max_failures, callbacks, decision_epochs, export)
     mlflow.log_metrics({"best_epoch": trained.best_epoch,
                         "train_stage_seconds": time.perf_counter() - start,

@@ -1,5 +1,6 @@
 """Ray Train's per-worker function of the ``train`` stage: everything it
 needs arrives in its config, the same on a laptop and on every DDP worker."""
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -12,7 +13,9 @@ from components.checkpoints import HISTORY_FILE
 from components.epoch_reporter import EpochReporter
 from components.final_export import export_best
 from components.parquet_io import read_node_ids, read_split
+from components.stage_cache import local_entry
 from components.startup import mark
+from components.storage import location
 from components.walk_rounds import ParquetWalkRounds
 from plnlp_core.assembly import build_input_adjacency, build_model, training_positives
 from plnlp_core.config import PLNLPConfig
@@ -37,12 +40,14 @@ def train_worker(loop_config: dict) -> None:
     quiet_ray_logs()
     context = ray.train.get_context()
     rank, world_size = context.get_world_rank(), context.get_world_size()
-    split = read_split(Path(loop_config["dataset_dir"]))
+    dataset_dir = local_entry(loop_config["dataset_dir"])  # this node's copy, if in a store
+    split = read_split(dataset_dir)
     mark("read_split", startup)
     adj, degree = build_input_adjacency(split, config)
     positives, weights = training_positives(split, config)
     walks = loop_config["walks"]
-    rounds = None if walks is None else ParquetWalkRounds(walks, rank, world_size)
+    rounds = None if walks is None else ParquetWalkRounds(
+        dataclasses.replace(walks, directory=str(local_entry(walks.directory))), rank, world_size)
     graph = TrainingGraph(adj, degree, positives[rank::world_size],
                           None if weights is None else weights[rank::world_size], rounds)
     mark("adjacency", startup)
@@ -60,8 +65,7 @@ def train_worker(loop_config: dict) -> None:
     export_dir = loop_config.get("export_dir")
     if rank == 0 and export_dir is not None:
         export_best(model, result.best_state, result.best_metrics, split, adj, config,
-                    read_node_ids(Path(loop_config["dataset_dir"]), split.num_nodes),
-                    Path(export_dir))
+                    read_node_ids(dataset_dir, split.num_nodes), location(export_dir))
 
 
 def quiet_ray_logs() -> None:

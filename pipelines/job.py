@@ -3,7 +3,6 @@ services before any work, run the job inside one MLflow run, record a
 failure as a FAILED run and an interrupt as a KILLED one."""
 import logging
 import re
-import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -16,6 +15,7 @@ import ray
 import torch
 
 from components.startup import mark
+from components.storage import Location, check_listable, check_writable, is_uri, location
 from components.tracking import clear_failure, mark_failed
 from components.workers import WorkerGroup
 from pipelines.interrupts import SignalGuard, stop
@@ -32,17 +32,21 @@ T = TypeVar("T")
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 
 
-def prepare(validate: Callable[[], T], workers: WorkerGroup, verbose: bool = True) -> T | None:
+def prepare(validate: Callable[[], T], workers: WorkerGroup, verbose: bool = True,
+            work_dir: str | None = None, data_root: str | None = None) -> T | None:
     """Checks that the MLflow store can be written, runs ``validate``,
-    starts or joins Ray (see :func:`connect_ray`) and checks the worker
-    group fits (Ray's driver logging its info lines only when ``verbose``);
-    on bad input prints one ``error:`` line and returns ``None``. SIGINT or
-    SIGTERM meanwhile stops the process (see :func:`pipelines.interrupts.stop`)."""
+    checks that ``work_dir`` can be written and ``data_root`` read when
+    they are in object storage, starts or joins Ray (see
+    :func:`connect_ray`) and checks the worker group fits (Ray's driver
+    logging its info lines only when ``verbose``); on bad input prints one
+    ``error:`` line and returns ``None``. SIGINT or SIGTERM meanwhile stops
+    the process (see :func:`pipelines.interrupts.stop`)."""
     guard = SignalGuard()
     try:
         with guard:
             check_tracking_store(mlflow.get_tracking_uri())
             value = validate()
+            check_storage(work_dir, data_root)
             if workers.num_workers < 1 or workers.cpus_per_worker < 1:
                 raise PLNLPError("--num-workers and --cpus-per-worker must be at least 1.")
             connect_ray(logging.INFO if verbose else logging.WARNING)
@@ -53,6 +57,15 @@ def prepare(validate: Callable[[], T], workers: WorkerGroup, verbose: bool = Tru
     except KeyboardInterrupt:
         stop(guard)
     return value
+
+
+def check_storage(work_dir: str | None, data_root: str | None) -> None:
+    """Refuses, before any work, a ``--work-dir`` in object storage that
+    cannot be written and a ``--data-root`` there that cannot be listed."""
+    if work_dir and is_uri(work_dir):
+        check_writable(location(work_dir), "--work-dir")
+    if data_root and is_uri(data_root):
+        check_listable(location(data_root), "--data-root")
 
 
 def check_resources(workers: WorkerGroup) -> None:
@@ -67,7 +80,7 @@ def check_resources(workers: WorkerGroup) -> None:
 
 
 def execute(
-    experiment: str, run_name: str, work_dir: str | None, job: Callable[[Path], T],
+    experiment: str, run_name: str, work_dir: str | None, job: Callable[[Location], T],
     run_id: str | None = None,
 ) -> tuple[str, T] | None:
     """Runs ``job(work)`` inside a new MLflow run of ``experiment`` (or the
@@ -83,7 +96,7 @@ def execute(
                 experiment_id = use_experiment(experiment)  # of two at once, one makes tables
             # a classic training experiment: the UI opens on its runs table, not on GenAI traces
             mlflow.set_experiment_tag(EXPERIMENT_KIND_TAG, "custom_model_development")
-            work = Path(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
+            work = location(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
             run = mlflow.start_run(run_id=run_id,
                                    run_name=None if run_id
                                    else distinct_run_name(experiment_id, run_name))
@@ -102,7 +115,7 @@ def execute(
         return None
     finally:
         if work_dir is None and work is not None:
-            shutil.rmtree(work, ignore_errors=True)
+            work.remove()
     return run.info.run_id, result
 
 

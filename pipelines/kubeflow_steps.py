@@ -17,7 +17,8 @@ import yaml
 from components.artifacts import DatasetArtifact, DatasetMeta, TrainArtifact, WalkArtifact
 from components.augment import augment
 from components.checkpoints import checkpoint_root
-from components.stage_cache import stage_cache_root
+from components.stage_cache import local_entry, stage_cache_root
+from components.storage import Location, local_copy
 from components.tracking import log_config, log_graph
 from components.train_and_evaluate import evaluate_and_log_model, run_checkpoints, train_in_run
 from pipelines.arguments import parse_args, worker_group
@@ -58,7 +59,7 @@ def start(args: argparse.Namespace, validate: Callable[[], object]) -> object:
     """Checks the MLflow store, runs ``validate``, starts or joins Ray and
     checks the worker group fits (see :func:`pipelines.job.prepare`);
     returns what ``validate`` returned, or exits 2 after the ``error:`` line."""
-    value = prepare(validate, worker_group(args), args.verbose)
+    value = prepare(validate, worker_group(args), args.verbose, args.work_dir, args.data_root)
     if value is None:
         raise SystemExit(2)
     quiet_console(args.verbose)
@@ -70,7 +71,7 @@ def load_step(dataset: str, data_root: str, work_dir: str, out: str) -> None:
     cache to ``out``."""
     args = stage_args(dataset, data_root=data_root, work_dir=work_dir)
     source = start(args, lambda: graph_source(args))
-    shutil.copytree(load_stage(args, source).directory, out)
+    shutil.copytree(local_entry(load_stage(args, source).directory), out)
 
 
 def augment_step(splits: str, args: argparse.Namespace, out: str) -> WalkArtifact:
@@ -81,8 +82,8 @@ def augment_step(splits: str, args: argparse.Namespace, out: str) -> WalkArtifac
     if not config.uses_random_walk:
         Path(out).mkdir(parents=True)
         return WalkArtifact(out, 0, 0)
-    walks = augment(split_artifact(splits), config, str(stage_cache_root(args.work_dir)))
-    shutil.copytree(walks.directory, out)
+    walks = augment(split_artifact(splits), config, stage_cache_root(args.work_dir))
+    shutil.copytree(local_entry(walks.directory), out)
     return WalkArtifact(out, walks.num_pairs, walks.rounds)
 
 
@@ -96,13 +97,14 @@ def train_step(
     plan = start(args, lambda: plan_run(args))
     dataset, workers = split_artifact(splits), worker_group(args)
 
-    def job(work: Path) -> TrainArtifact:
+    def job(work: Location) -> TrainArtifact:
         log_graph(dataset)
         log_config(plan.config, run_params(args, plan))
         with run_checkpoints(checkpoint_root(args.work_dir)) as storage:
             trained = train_in_run(dataset, walks if walks.rounds else None, plan.config,
                                    workers, storage, args.max_failures)
-            shutil.copytree(trained.checkpoint_dir, out)
+            with local_copy(trained.checkpoint_dir) as checkpoint:
+                shutil.copytree(checkpoint, out)
             (Path(out) / CONFIG_FILE).write_text(yaml.safe_dump(plan.config.to_dict(),
                                                                 sort_keys=False))
         return trained
@@ -119,7 +121,7 @@ def evaluate_step(splits: str, model: str, run_id: str, experiment: str) -> dict
     start(stage_args(config.dataset), lambda: config)
     dataset = split_artifact(splits)
 
-    def job(work: Path) -> dict[str, float]:
+    def job(work: Location) -> dict[str, float]:
         return evaluate_and_log_model(dataset, TrainArtifact(model, 0, {}), config, work)
 
     _, final = _finished(execute(experiment or f"plnlp-{config.dataset}", "", None, job, run_id))

@@ -15,8 +15,9 @@ from components.load import (
     loaded_own_dataset,
 )
 from components.stage_cache import stage_cache_root
+from components.storage import location
 from pipelines.settings import GraphSource
-from plnlp_core.datasets import resolve_data_root
+from plnlp_core.datasets import data_root_setting
 
 
 def load_stage(args: argparse.Namespace, source: GraphSource) -> DatasetArtifact:
@@ -24,9 +25,9 @@ def load_stage(args: argparse.Namespace, source: GraphSource) -> DatasetArtifact
     or a graph of one's own read as the ``--split`` and graph flags say. An
     output already in the stage cache is taken here; only a new one takes
     a Ray task."""
-    cache = str(stage_cache_root(args.work_dir))
+    cache = stage_cache_root(args.work_dir).uri
     if source.path is None:
-        data_root = str(resolve_data_root(args.data_root).resolve())
+        data_root = location(data_root_setting(args.data_root)).uri
         return loaded_dataset(source.info.name, data_root, cache) \
             or ray.get(load_dataset.remote(source.info.name, data_root, cache))
     features = str(Path(args.node_features).resolve()) if args.node_features else None

@@ -11,6 +11,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from components.checkpoints import CHECKPOINTS_TAG, SHAPES_FILE
+from components.storage import location
 from pipelines.services import check_tracking_store
 from pipelines.settings import GraphSource, RunPlan, parse_overrides
 from plnlp_core.assembly import build_model
@@ -84,6 +85,9 @@ def _check_shapes(run: Run, config: PLNLPConfig, info: object) -> None:
 def _latest_shapes(run: Run) -> dict | None:
     """The parameter shapes of the run's latest checkpoint, if it has one."""
     storage = run.data.tags.get(CHECKPOINTS_TAG)
-    found = sorted(Path(storage).rglob(SHAPES_FILE), key=lambda p: p.stat().st_mtime) \
-        if storage and Path(storage).is_dir() else []
-    return json.loads(found[-1].read_text()) if found else None
+    if not storage:
+        return None
+    folder = location(storage)
+    found = sorted(((info.mtime_ns, name) for name, info in folder.files().items()
+                    if name.rsplit("/", 1)[-1] == SHAPES_FILE), key=lambda item: item[0])
+    return json.loads((folder / found[-1][1]).read_text()) if found else None

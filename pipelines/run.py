@@ -126,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     from pipelines.console import print_summary, quiet_console
     from pipelines.job import execute, prepare
 
-    if prepare(lambda: plan, worker_group(args), args.verbose) is None:
+    if prepare(lambda: plan, worker_group(args), args.verbose, args.work_dir,
+               args.data_root) is None:
         return 2
     mark("ray")
     quiet_console(args.verbose)

@@ -12,6 +12,7 @@ import argparse
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipelines.arguments import add_graph_args, add_register_arg
 from pipelines.process_exit import skip_final_collection
@@ -26,6 +27,9 @@ from pipelines.sweep_space import SearchSpace
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
+
+if TYPE_CHECKING:
+    from components.storage import Location
 
 # A trial only waits on its Train workers, which hold the cores: it holds no
 # CPU (Tune takes no empty request, hence a token of memory).
@@ -75,7 +79,7 @@ def read_space(args: argparse.Namespace, source: GraphSource) -> SearchSpace:
 
 
 def sweep(args: argparse.Namespace, space: SearchSpace, source: GraphSource,
-          work: Path) -> object:
+          work: "Location") -> object:
     """Loads the graph once, runs the trials, closes their child runs and
     logs the sweep's summary to its run; returns the best trial's row."""
     import mlflow
@@ -100,7 +104,7 @@ def sweep(args: argparse.Namespace, space: SearchSpace, source: GraphSource,
     mlflow.log_text(args.space.read_text(), "search_space.yaml")
     parent = mlflow.active_run()
     options = {"tracking_uri": mlflow.get_tracking_uri(), "metric": space.metric,
-               "checkpoints": str(checkpoint_root(args.work_dir)),
+               "checkpoints": checkpoint_root(args.work_dir).uri,
                "max_failures": args.max_failures, "parent_run_id": parent.info.run_id,
                "experiment_id": parent.info.experiment_id, "workers": workers,
                "decision_epochs": space.decision_epochs()}
@@ -114,7 +118,7 @@ def sweep(args: argparse.Namespace, space: SearchSpace, source: GraphSource,
             metric=space.metric, mode=space.mode, search_alg=space.search_algorithm(),
             scheduler=space.scheduler(), num_samples=space.num_samples,
             max_concurrent_trials=space.concurrency(ray.cluster_resources())),
-        run_config=tune.RunConfig(storage_path=str(work / "tune"), name="sweep",
+        run_config=tune.RunConfig(storage_path=(work / "tune").uri, name="sweep",
                                   callbacks=[outcomes], verbose=1 if args.verbose else 0),
     ).fit()
     run_ids = close_trial_runs(parent.info.run_id, outcomes.outcomes, lambda settings: log_config(
@@ -159,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     from pipelines.job import execute, prepare
 
     # the space checks its trials' worker group below, naming its file
-    if prepare(lambda: space, WorkerGroup(), args.verbose) is None:
+    if prepare(lambda: space, WorkerGroup(), args.verbose, args.work_dir,
+               args.data_root) is None:
         return 2
     try:
         space.check_cluster(ray.cluster_resources())

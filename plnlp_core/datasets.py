@@ -80,9 +80,15 @@ class LinkSplit:
     valid_year: Tensor | None = None
 
 
+def data_root_setting(data_root: str | None) -> str:
+    """``data_root`` if given, else ``$PLNLP_DATA_ROOT``, else ``data``: a
+    folder, or an object store's URI (which the pipeline's load stage reads)."""
+    return data_root or os.environ.get("PLNLP_DATA_ROOT") or "data"
+
+
 def resolve_data_root(data_root: str | None) -> Path:
-    """``data_root`` if given, else ``$PLNLP_DATA_ROOT``, else ``./data``."""
-    return Path(data_root or os.environ.get("PLNLP_DATA_ROOT") or "data")
+    """:func:`data_root_setting` as a local folder."""
+    return Path(data_root_setting(data_root))
 
 
 def cache_dir() -> Path:

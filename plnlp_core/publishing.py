@@ -51,7 +51,7 @@ def scratch_path(final: Path, marker: str = PARTIAL, hidden: bool = True) -> Pat
     """A path beside ``final`` that this process alone uses, named with
     ``marker`` (:data:`PARTIAL` or :data:`STALE`), the host and the pid."""
     dot = "." if hidden else ""
-    return final.with_name(f"{dot}{final.name}{marker}{_owner()}")
+    return final.with_name(f"{dot}{final.name}{marker}{owner_id()}")
 
 
 def remove_stale_scratch(final: Path, hidden: bool = True) -> None:
@@ -66,7 +66,8 @@ def remove_stale_scratch(final: Path, hidden: bool = True) -> None:
                 shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _owner() -> str:
+def owner_id() -> str:
+    """This process's name for what it alone writes: host, pid and a random part."""
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 

@@ -163,8 +163,9 @@ def test_two_builders_of_one_key_both_end_with_the_valid_entry(tmp_path, capsys)
 
 def test_the_cache_lives_under_the_work_dir_else_the_cache_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("PLNLP_CACHE_DIR", str(tmp_path / "cache"))
-    assert stage_cache_root(None) == tmp_path / "cache" / "stages"
-    assert stage_cache_root(str(tmp_path / "work")) == tmp_path / "work" / "stages"
+    assert stage_cache_root(None).local_path() == tmp_path / "cache" / "stages"
+    assert stage_cache_root(str(tmp_path / "work")).local_path() == tmp_path / "work" / "stages"
+    assert stage_cache_root("s3://bucket/plnlp").uri == "s3://bucket/plnlp/stages"
 
 
 def test_load_keys_on_the_files_it_reads(standin_root):

@@ -1,0 +1,164 @@
+"""Object storage as the work folder: the stage cache's entries in a bucket
+are published manifest last, trusted only when whole, copied to a node
+checked by sha256, and two builders of one key do not spoil each other;
+a store that cannot be used is refused in one sentence naming its URI."""
+import json
+import os
+import threading
+
+import pytest
+
+from components import storage
+from components.stage_cache import MANIFEST, cached, local_entry, lookup
+from components.storage import check_listable, check_writable, local_copy, location
+from plnlp_core.errors import PLNLPError
+from tests.object_store import bucket_keys, make_bucket, s3_env, s3_server
+
+INPUTS = {"dataset": "demo", "files": {"a": [1, 2]}}
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """A moto S3 server with the environment pointing at it; its URL."""
+    with s3_server(tmp_path_factory.mktemp("s3")) as endpoint, pytest.MonkeyPatch.context() as mp:
+        for key, value in s3_env(endpoint).items():
+            mp.setenv(key, value)
+        storage._root_filesystem.cache_clear()
+        yield endpoint
+    storage._root_filesystem.cache_clear()
+
+
+@pytest.fixture
+def bucket(s3, request):
+    name = request.node.name.replace("_", "-")[:50].strip("-").lower()
+    return make_bucket(s3, name)
+
+
+def write_demo(scratch):
+    (scratch / "meta.json").write_text(json.dumps({"n": 3}))
+    (scratch / "part").mkdir()
+    (scratch / "part" / "data.bin").write_bytes(b"x" * 1000)
+
+
+def test_an_entry_in_a_bucket_is_built_once_then_reused(bucket, capsys):
+    first = cached(f"{bucket}/stages", "demo", INPUTS, write_demo)
+    again = cached(f"{bucket}/stages", "demo", INPUTS, write_demo)
+    out = capsys.readouterr().out
+    assert out.count("building demo output s3://") == 1
+    assert f"reusing cached demo output {first.uri}" in out
+    assert again.manifest == first.manifest
+    assert json.loads(first.read_text("meta.json")) == {"n": 3}
+
+
+def test_the_manifest_is_written_after_every_file_it_names(bucket, monkeypatch):
+    order = []
+    real_upload, real_write = storage.Location.upload, storage.Location.write_text
+    monkeypatch.setattr(storage.Location, "upload", lambda self, *a: (
+        order.append("files"), real_upload(self, *a))[1])
+    monkeypatch.setattr(storage.Location, "write_text", lambda self, text: (
+        order.append(self.name), real_write(self, text))[1])
+    cached(f"{bucket}/stages", "demo", INPUTS, write_demo)
+    assert order == ["files", MANIFEST]
+
+
+def test_a_failed_build_leaves_nothing_a_later_run_would_trust(bucket):
+    def failing(scratch):
+        write_demo(scratch)
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        cached(f"{bucket}/stages", "demo", INPUTS, failing)
+    assert not any(key.endswith(MANIFEST) for key in bucket_keys_of(bucket))
+    assert lookup(f"{bucket}/stages", "demo", INPUTS) is None
+
+
+def test_an_entry_whose_files_differ_from_its_manifest_is_not_trusted(bucket, capsys):
+    entry = cached(f"{bucket}/stages", "demo", INPUTS, write_demo)
+    shortened = entry.location / entry.manifest["files_in"] / "part" / "data.bin"
+    with shortened.filesystem.open_output_stream(shortened.path) as stream:
+        stream.write(b"x" * 10)
+    assert lookup(f"{bucket}/stages", "demo", INPUTS) is None
+    assert "is not trusted (part/data.bin is 10 bytes, not 1000)" in capsys.readouterr().out
+    assert bucket_keys_of(bucket) == []
+
+
+def test_a_node_copies_an_entry_once_checking_every_sha256(bucket, tmp_path, monkeypatch):
+    monkeypatch.setenv("PLNLP_SCRATCH_DIR", str(tmp_path / "scratch"))
+    entry = cached(f"{bucket}/stages", "demo", INPUTS, write_demo)
+    copy = local_entry(entry.uri)
+    assert (copy / "part" / "data.bin").read_bytes() == b"x" * 1000
+    assert local_entry(entry.uri) == copy
+    assert copy.is_relative_to(tmp_path / "scratch")
+
+
+def test_a_copy_whose_contents_differ_is_refused(bucket, tmp_path, monkeypatch):
+    monkeypatch.setenv("PLNLP_SCRATCH_DIR", str(tmp_path / "scratch"))
+    entry = cached(f"{bucket}/stages", "demo", INPUTS, write_demo)
+    tampered = entry.location / entry.manifest["files_in"] / "part" / "data.bin"
+    with tampered.filesystem.open_output_stream(tampered.path) as stream:
+        stream.write(b"y" * 1000)  # same size, other bytes
+    with pytest.raises(PLNLPError, match="could not be copied to this node .*sha256"):
+        local_entry(entry.uri)
+    assert not any((tmp_path / "scratch" / "entries").glob("demo-*"))
+
+
+def test_two_builders_of_one_key_leave_one_whole_entry(bucket, tmp_path, monkeypatch):
+    monkeypatch.setenv("PLNLP_SCRATCH_DIR", str(tmp_path / "scratch"))
+    both_writing = threading.Barrier(2)
+
+    def write(scratch):
+        write_demo(scratch)
+        both_writing.wait(timeout=30)
+
+    entries = []
+    builders = [threading.Thread(target=lambda: entries.append(
+        cached(f"{bucket}/stages", "demo", INPUTS, write))) for _ in range(2)]
+    for builder in builders:
+        builder.start()
+    for builder in builders:
+        builder.join()
+    kept = lookup(f"{bucket}/stages", "demo", INPUTS)
+    assert kept is not None and len(entries) == 2
+    assert {entry.uri for entry in entries} == {kept.uri}
+    attempts = {key.split("/")[2] for key in bucket_keys_of(bucket) if "attempt-" in key}
+    assert kept.manifest["files_in"] in attempts
+    assert lookup(f"{bucket}/stages", "demo", INPUTS).manifest == kept.manifest
+    assert (local_entry(kept.uri) / "part" / "data.bin").read_bytes() == b"x" * 1000
+
+
+def test_a_folder_in_a_bucket_is_copied_for_a_block_and_removed_after(bucket):
+    folder = location(f"{bucket}/checkpoint")
+    (folder / "best.json").write_text("{}")
+    with local_copy(folder) as local:
+        assert (local / "best.json").read_text() == "{}"
+    assert not local.exists()
+
+
+def test_a_bucket_that_does_not_exist_is_refused_naming_its_uri(s3):
+    with pytest.raises(PLNLPError) as refused:
+        check_writable(location("s3://no-such-bucket/plnlp"), "--work-dir")
+    assert str(refused.value).startswith(
+        "--work-dir s3://no-such-bucket/plnlp cannot be written: the bucket does not exist;")
+
+
+def test_an_endpoint_that_does_not_answer_is_refused_naming_its_uri(s3, monkeypatch):
+    from tests.processes import free_port
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
+    storage._root_filesystem.cache_clear()
+    try:
+        with pytest.raises(PLNLPError, match=r"^--data-root s3://any/ogb cannot be read: the "
+                                             "store does not answer;"):
+            check_listable(location("s3://any/ogb"), "--data-root")
+    finally:
+        storage._root_filesystem.cache_clear()
+
+
+def bucket_keys_of(bucket: str) -> list[str]:
+    """The bucket's objects but the empty folder markers pyarrow leaves."""
+    keys = bucket_keys(os.environ["AWS_ENDPOINT_URL"], bucket.removeprefix("s3://"))
+    return [key for key in keys if not key.endswith("/")]
+
+
+def test_s3_env_names_the_endpoint():
+    assert s3_env("http://127.0.0.1:1")["AWS_ENDPOINT_URL"] == "http://127.0.0.1:1"
