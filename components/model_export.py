@@ -14,6 +14,7 @@ import mlflow
 import ray
 from mlflow.models import ModelSignature
 from mlflow.types import ColSpec, Schema
+from mlflow.types.schema import AnyType
 
 import components.served_model
 import plnlp_core
@@ -28,6 +29,14 @@ from plnlp_core.link_scorer import LinkScorer
 MODEL_ARTIFACT = "model"
 REQUIREMENTS = ("torch", "torch-geometric", "ogb", "pyarrow", "pandas", "scipy")
 """What loading the model imports besides MLflow, pinned to this machine's versions."""
+ID_COLUMN_TYPES = {"long": AnyType(), "string": "string"}
+"""The signature's type of ``src`` and ``dst`` for each kind of node ids: types
+MLflow passes on as sent, so that :class:`plnlp_core.node_ids.NodeIds` checks
+every id as ``pipelines/predict.py`` does. A ``long`` column would not do:
+``mlflow models serve`` casts a JSON request's column to it with
+``astype`` (``cast_df_types_according_to_schema``), which truncates 1.5 to 1.
+The price: MLflow reads no ``text/csv`` request against an ``any`` column
+(JSON and Parquet requests are read as sent)."""
 
 
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
@@ -54,18 +63,24 @@ def logged_model_uri(run_id: str) -> str | None:
     return f"models:/{models[0].model_id}" if models else None
 
 
+def served_signature(id_kind: str) -> ModelSignature:
+    """The model's signature: pairs ``src``, ``dst`` (ids of kind
+    ``id_kind``, typed as :data:`ID_COLUMN_TYPES` says) in, ``score`` out.
+    ``mlflow.models.set_signature("models:/<model id>", served_signature("long"))``
+    gives it to a model logged with ``long`` columns."""
+    id_type = ID_COLUMN_TYPES[id_kind]
+    return ModelSignature(inputs=Schema([ColSpec(id_type, "src"), ColSpec(id_type, "dst")]),
+                          outputs=Schema([ColSpec("double", "score")]))
+
+
 def log_link_model(directory: Path, id_kind: str) -> None:
-    """Logs the scorer in ``directory`` as the active run's ``model``:
-    pairs ``src``, ``dst`` (of type ``id_kind``) in, ``score`` out."""
-    signature = ModelSignature(
-        inputs=Schema([ColSpec(id_kind, "src"), ColSpec(id_kind, "dst")]),
-        outputs=Schema([ColSpec("double", "score")]),
-    )
+    """Logs the scorer in ``directory`` as the active run's ``model``, with
+    :func:`served_signature`."""
     with warnings.catch_warnings():  # on a missing input example: the signature says it all
         warnings.filterwarnings("ignore", message=".*input example was not provided")
         mlflow.pyfunc.log_model(
             name=MODEL_ARTIFACT, python_model=components.served_model.__file__,
             artifacts={components.served_model.SCORER_ARTIFACT: str(directory)},
-            signature=signature, code_paths=[str(Path(plnlp_core.__file__).parent)],
+            signature=served_signature(id_kind), code_paths=[str(Path(plnlp_core.__file__).parent)],
             pip_requirements=[f"{name}=={version(name).split('+')[0]}" for name in REQUIREMENTS],
         )

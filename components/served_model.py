@@ -4,7 +4,9 @@ loaded (``mlflow.pyfunc.load_model``, ``mlflow models serve``), with the
 model's own copy of :mod:`plnlp_core`. It scores pairs of the user's node
 ids: a frame with ``src`` and ``dst`` in, one ``score`` column out, as
 :class:`plnlp_core.link_scorer.LinkScorer` computes it (on the GPU when
-there is one)."""
+there is one). The ids arrive as the request sent them (see
+:data:`components.model_export.ID_COLUMN_TYPES`) and are refused as
+``pipelines/predict.py`` refuses them, in the same sentence."""
 from pathlib import Path
 
 import mlflow
@@ -29,8 +31,7 @@ class LinkPredictorModel(mlflow.pyfunc.PythonModel):
     def predict(self, context: mlflow.pyfunc.PythonModelContext, model_input: pd.DataFrame,
                 params: dict | None = None) -> pd.DataFrame:
         try:
-            pairs = self.scorer.pairs_of(model_input["src"].to_numpy(),
-                                         model_input["dst"].to_numpy())
+            pairs = self.scorer.pairs_of(model_input["src"], model_input["dst"])
         except PLNLPError as error:  # the scoring server answers 400 with the sentence
             raise MlflowException(str(error), INVALID_PARAMETER_VALUE) from None
         return pd.DataFrame({"score": self.scorer.score(pairs).double().numpy()})

@@ -166,6 +166,10 @@ ENTRIES: dict[str, Entry] = {
     "predict-top-k-too-large": predict("--top-k must be between 1 and 59 (the model's graph has "
                                        "60 nodes); got 60."),
     "predict-unknown-id": predict("--for node id 'aspirin' is not a node of the model's graph"),
+    "predict-blank-cell": predict("row 2's dst is blank; give each row a destination node id, "
+                                  "or drop the row."),
+    "predict-id-not-integer": predict("source node ids must be integers for this model, and row "
+                                      "2's src is 1.5;"),
     "predict-id-out-of-range": predict("destination node id 60 is not a node of the model's "
                                        "graph (its ids are 0 to 59)"),
     "model-uri-malformed": predict("--model 'links' is not a model URI; give runs:/<run id>/model"),
@@ -1336,6 +1340,8 @@ PREDICT: dict[str, list[str]] = {
     "predict-top-k-below-one": ["--model", "models:/links@champion", "--top-k", "0"],
     "predict-top-k-too-large": ["--model", "models:/links@champion", "--top-k", "60"],
     "predict-unknown-id": ["--model", "{strings}", "--top-k", "2", "--for", "aspirin"],
+    "predict-blank-cell": ["--model", "models:/links@champion", "--pairs", "blank.csv"],
+    "predict-id-not-integer": ["--model", "models:/links@champion", "--pairs", "fraction.csv"],
     "predict-id-out-of-range": ["--model", "models:/links@champion", "--pairs", "pairs.csv"],
     "model-uri-malformed": ["--model", "links", "--top-k", "2"],
     "model-run-unknown": ["--model", "runs:/0123/model", "--top-k", "2"],
@@ -1394,6 +1400,8 @@ def predict_store(mlflow_store, ddi_standin_split, tmp_path) -> dict[str, str]:
     write(tmp_path / "zero-bytes.csv", "")
     write(tmp_path / "ab.csv", "a,b\n1,2\n")
     write(tmp_path / "pairs.csv", "src,dst\n1,2\n3,60\n")
+    write(tmp_path / "blank.csv", "src,dst\n1,2\n3,\n")
+    write(tmp_path / "fraction.csv", "src,dst\n1,2\n1.5,5\n")
     return runs
 
 

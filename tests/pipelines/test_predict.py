@@ -8,6 +8,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import mlflow
@@ -142,20 +143,38 @@ def test_the_model_loads_in_a_fresh_process(store, tmp_path):
                                   .tolist(), abs=1e-5)
 
 
-def test_mlflow_models_serve_answers_with_the_same_scores(store, tmp_path):
+@pytest.fixture(scope="module")
+def served(trained, tmp_path_factory) -> Iterator[int]:
+    """MLflow's real scoring server of ``models:/links@champion``; its port."""
+    folder = tmp_path_factory.mktemp("serve")
     port = free_port()
-    env = {**os.environ, "MLFLOW_TRACKING_URI": store["uri"]}
+    env = {**os.environ, "MLFLOW_TRACKING_URI": trained["uri"]}
     argv = [sys.executable, "-m", "mlflow", "models", "serve", "-m", "models:/links@champion",
             "--env-manager", "local", "--host", "127.0.0.1", "--port", str(port)]
-    with process_group(argv, env, tmp_path, tmp_path / "serve.log"):
-        wait_for_http(f"http://127.0.0.1:{port}/ping", tmp_path / "serve.log", timeout=180)
-        served = post(port, {"dataframe_split": {"columns": ["src", "dst"], "data": PAIRS}})
-        assert [row["score"] for row in served["predictions"]] == pytest.approx(
-            scores_of(store, "models:/links@champion", PAIRS, tmp_path).tolist(), abs=1e-5)
-        with pytest.raises(urllib.error.HTTPError) as refused:
-            post(port, {"dataframe_split": {"columns": ["src", "dst"], "data": [[0, 600]]}})
-        assert refused.value.code == 400
-        assert "600 is not a node of the model's graph" in refused.value.read().decode()
+    with process_group(argv, env, folder, folder / "serve.log"):
+        wait_for_http(f"http://127.0.0.1:{port}/ping", folder / "serve.log", timeout=180)
+        yield port
+
+
+def test_mlflow_models_serve_answers_with_the_same_scores(store, served, tmp_path):
+    answer = post(served, {"dataframe_split": {"columns": ["src", "dst"], "data": PAIRS}})
+    assert [row["score"] for row in answer["predictions"]] == pytest.approx(
+        scores_of(store, "models:/links@champion", PAIRS, tmp_path).tolist(), abs=1e-5)
+
+
+@pytest.mark.parametrize("pair", [[0, 600], [1.5, 5], [1.9, 5], [0, None], [0, "x"], [True, 5]],
+                         ids=["unknown", "fraction", "near-fraction", "blank", "text", "boolean"])
+def test_mlflow_models_serve_refuses_what_predict_refuses_in_the_same_sentence(
+        store, served, tmp_path, capsys, pair):
+    assert predict(["--model", "models:/links@champion", "--pairs",
+                    str(pairs_file(tmp_path, [pair])), "--out", str(tmp_path / "out.csv")]) == 2
+    refusal = [line for line in capsys.readouterr().err.splitlines()
+               if line.startswith("error: ")]
+    assert len(refusal) == 1
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        post(served, {"dataframe_split": {"columns": ["src", "dst"], "data": [pair]}})
+    assert refused.value.code == 400
+    assert refusal[0].removeprefix("error: ") in json.loads(refused.value.read())["message"]
 
 
 def post(port: int, body: dict) -> dict:
