@@ -51,6 +51,9 @@ def check_args(args: argparse.Namespace) -> pa.Table | None:
     """Refuses what cannot work before the model loads; returns the pairs."""
     if args.out.suffix not in FORMATS:
         raise PLNLPError(f"--out {args.out} must be a .csv or .parquet file.")
+    if not args.out.parent.is_dir():
+        raise PLNLPError(f"--out {args.out}: its folder {args.out.parent} does not exist; "
+                         "create it first, or give another path.")
     if args.nodes is not None and args.top_k is None:
         raise PLNLPError("--for names the nodes of --top-k; add --top-k K.")
     if args.top_k is not None and args.top_k < 1:
@@ -149,7 +152,6 @@ class Progress:
 def written(out: Path) -> Iterator[Path]:
     """A scratch file beside ``out`` that becomes ``out`` only when the
     block ends without an error (no half-written output)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
     scratch = out.with_name(f".{out.name}.partial{out.suffix}")
     try:
         yield scratch

@@ -158,6 +158,8 @@ ENTRIES: dict[str, Entry] = {
                                    "heuristic with none"),
     # pipelines/predict.py
     "predict-file-format": predict("--out out.txt must be a .csv or .parquet file."),
+    "predict-out-folder-missing": predict("--out missing/out.csv: its folder missing does not "
+                                          "exist; create it first"),
     "predict-file-missing": predict("--pairs missing.csv does not exist."),
     "predict-file-unreadable": predict("--pairs zero-bytes.csv cannot be read (Empty CSV file)"),
     "predict-pairs-columns": predict("--pairs ab.csv has no src or dst column (it has: a, b)"),
@@ -1332,6 +1334,8 @@ def test_resume_refuses_a_run_it_cannot_go_on_with(entry_id, mlflow_store, tmp_p
 PREDICT: dict[str, list[str]] = {
     "predict-file-format": ["--model", "models:/links@champion", "--top-k", "2",
                             "--out", "out.txt"],
+    "predict-out-folder-missing": ["--model", "models:/links@champion", "--top-k", "2",
+                                   "--out", "missing/out.csv"],
     "predict-file-missing": ["--model", "models:/links@champion", "--pairs", "missing.csv"],
     "predict-file-unreadable": ["--model", "models:/links@champion", "--pairs", "zero-bytes.csv"],
     "predict-pairs-columns": ["--model", "models:/links@champion", "--pairs", "ab.csv"],
