@@ -11,6 +11,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from components.model_export import MODEL_ARTIFACT, logged_model_uri
+from pipelines.services import check_store_exists
 from plnlp_core.errors import PLNLPError
 from plnlp_core.link_scorer import LinkScorer
 
@@ -18,6 +19,7 @@ _RUN = re.compile(r"^runs:/(?P<run>[^/]+)/(?P<path>.+)$")
 _ALIAS = re.compile(r"^models:/(?P<name>[^@/]+)@(?P<alias>.+)$")
 _VERSION = re.compile(r"^models:/(?P<name>[^@/]+)/(?P<version>\d+)$")
 _LOGGED = re.compile(r"^models:/(?P<id>m-[0-9a-f]+)$")
+_ELSEWHERE = "or set MLFLOW_TRACKING_URI to the store that holds it"
 
 
 def load_scorer(uri: str) -> LinkScorer:
@@ -29,7 +31,9 @@ def load_scorer(uri: str) -> LinkScorer:
 def check_model_uri(uri: str) -> None:
     """Refuses a URI that names no PLNLP model: a malformed one, an unknown
     run, a heuristic's run, a run of several seeds, an unknown registered
-    name, alias or version."""
+    name, alias or version; a local store that does not exist is refused
+    before MLflow would create it."""
+    check_store_exists(mlflow.get_tracking_uri())
     client = MlflowClient()
     if match := _LOGGED.match(uri):
         _check_logged(client, match["id"])
@@ -50,7 +54,7 @@ def _check_run(client: MlflowClient, run_id: str, path: str) -> None:
         run = client.get_run(run_id)
     except MlflowException:
         raise PLNLPError(f"there is no run {run_id} in {mlflow.get_tracking_uri()}; copy the "
-                         "run id from the run's summary or the MLflow UI.") from None
+                         f"run id from the run's summary or the MLflow UI, {_ELSEWHERE}.") from None
     kind = run.data.params.get("model", "plnlp")
     if kind != "plnlp":
         raise PLNLPError(f"run {run_id} scored pairs with {kind}, which has no model to load; "
@@ -75,7 +79,8 @@ def _check_logged(client: MlflowClient, model_id: str) -> None:
         client.get_logged_model(model_id)
     except MlflowException:
         raise PLNLPError(f"there is no logged model {model_id} in {mlflow.get_tracking_uri()}; "
-                         "copy its id from the run's Artifacts or Models tab.") from None
+                         "copy its id from the run's Artifacts or Models tab, "
+                         f"{_ELSEWHERE}.") from None
 
 
 def _check_alias(client: MlflowClient, name: str, alias: str) -> None:
@@ -101,4 +106,4 @@ def _registered(client: MlflowClient, name: str) -> object:
         names = ", ".join(sorted(m.name for m in client.search_registered_models())) or "none"
         raise PLNLPError(f"there is no registered model {name!r} in "
                          f"{mlflow.get_tracking_uri()} (registered: {names}); register one "
-                         "with pipelines/run.py --register NAME.") from None
+                         f"with pipelines/run.py --register NAME, {_ELSEWHERE}.") from None

@@ -57,6 +57,19 @@ def local_store_path(uri: str) -> Path | None:
     return Path(uri) if scheme == "" else None
 
 
+def check_store_exists(uri: str) -> None:
+    """Refuses a local store (``sqlite``, ``file``) that does not exist,
+    before MLflow opens it: opening one creates it, and a command that only
+    reads a store must leave none behind (``predict.py`` run outside the
+    run's folder left an empty ``mlflow.db`` there)."""
+    local = local_store_path(uri)
+    if local is not None and not local.exists():
+        raise PLNLPError(f"there is no MLflow store at {uri} ({local.absolute()} does not "
+                         "exist); set MLFLOW_TRACKING_URI to the store that holds the run "
+                         "(e.g. sqlite:////abs/path/mlflow.db), or run from the folder that "
+                         "holds its mlflow.db.")
+
+
 def _check_writable(uri: str, store: Path) -> None:
     is_file = urlsplit(uri).scheme == "sqlite"
     problem = _unwritable(store.parent if is_file else store)

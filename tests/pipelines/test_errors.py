@@ -175,7 +175,10 @@ ENTRIES: dict[str, Entry] = {
     "predict-id-out-of-range": predict("destination node id 60 is not a node of the model's "
                                        "graph (its ids are 0 to 59)"),
     "model-uri-malformed": predict("--model 'links' is not a model URI; give runs:/<run id>/model"),
+    "model-store-missing": Entry("there is no MLflow store at sqlite:", 2, "none",
+                                 "test_predict_refuses_a_store_that_does_not_exist_and_makes_none"),
     "model-run-unknown": predict("there is no run 0123 in sqlite:"),
+    "model-logged-unknown": predict("there is no logged model m-0123abcd in sqlite:"),
     "model-run-heuristic": predict("scored pairs with heuristic:cn, which has no model to load"),
     "model-run-path": predict("not 'checkpoint'."),
     "model-run-seeds": predict("trained 2 seeds, each with its own model; give one of theirs"),
@@ -1349,6 +1352,7 @@ PREDICT: dict[str, list[str]] = {
     "predict-id-out-of-range": ["--model", "models:/links@champion", "--pairs", "pairs.csv"],
     "model-uri-malformed": ["--model", "links", "--top-k", "2"],
     "model-run-unknown": ["--model", "runs:/0123/model", "--top-k", "2"],
+    "model-logged-unknown": ["--model", "models:/m-0123abcd", "--top-k", "2"],
     "model-run-heuristic": ["--model", "runs:/{heuristic}/model", "--top-k", "2"],
     "model-run-path": ["--model", "{checkpoint}", "--top-k", "2"],
     "model-run-seeds": ["--model", "runs:/{seeds}/model", "--top-k", "2"],
@@ -1424,3 +1428,23 @@ def test_predict_refuses_what_it_cannot_use(entry_id, predict_store, tmp_path, c
     assert_refused(entry_id, code, capsys.readouterr().err,
                    "test_predict_refuses_what_it_cannot_use")
     assert ours() == before  # nothing written
+
+
+def test_predict_refuses_a_store_that_does_not_exist_and_makes_none(mlflow_store, tmp_path,
+                                                                     monkeypatch, capsys):
+    """Run outside the run's folder with MLFLOW_TRACKING_URI unset, MLflow
+    looks in ./mlflow.db, and opening that store would create it."""
+    from mlflow.tracking._tracking_service import utils as tracking_utils
+
+    from pipelines.predict import main as predict_main
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    monkeypatch.setattr(tracking_utils, "_tracking_uri", None)
+    code = predict_main(["--model", "runs:/0123/model", "--top-k", "2", "--out", "out.csv"])
+    line = assert_refused("model-store-missing", code, capsys.readouterr().err,
+                          "test_predict_refuses_a_store_that_does_not_exist_and_makes_none")
+    assert str(elsewhere / "mlflow.db") in line and "MLFLOW_TRACKING_URI" in line
+    assert list(elsewhere.iterdir()) == []
