@@ -13,8 +13,9 @@ class EpochLogger(ray.train.UserCallback):
     """Logs each epoch to an MLflow run from Ray Train's controller, once
     the report that carries it has reached the controller, stamped with the
     time the epoch ended. A report lost with a dying worker is never logged:
-    training restarts from an earlier checkpoint and reports those epochs
-    again. Epochs MLflow already holds (a run that goes on with
+    the restarted worker reports again the epochs after the checkpoint the
+    controller holds, those of the checkpoint it goes on from and those it
+    trains again. Epochs MLflow already holds (a run that goes on with
     ``--resume``, or epochs reported after the checkpoint a restart went
     back to) are not logged twice.
 

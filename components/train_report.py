@@ -5,7 +5,9 @@ that the controller loads nothing heavy for it).
 A report's metrics are the latest epoch's, plus:
 """
 EPOCHS = "epochs"
-"""Every epoch since the previous report, one row of metrics each."""
+"""Every epoch since the previous report, one row of metrics each; a
+restarted worker's first report adds the epochs its checkpoint holds after
+the one Train's controller holds (their reports may have died)."""
 WALL_TIME = "wall_time"
 """In an epoch row: when the epoch ended (``time.time()``), MLflow's timestamp."""
 RESTORED_FROM = "restored_from_epoch"

@@ -8,8 +8,14 @@ from pathlib import Path
 import ray.train
 import ray.train.torch
 import torch
+import torch.distributed as dist
 
-from components.checkpoints import HISTORY_FILE
+from components.checkpoints import (
+    HISTORY_FILE,
+    TIMING_FILE,
+    checkpoint_epoch,
+    stored_checkpoints,
+)
 from components.epoch_reporter import EpochReporter
 from components.final_export import export_best
 from components.parquet_io import read_node_ids, read_split
@@ -27,8 +33,9 @@ from plnlp_core.graph import TrainingGraph
 def train_worker(loop_config: dict) -> None:
     """Trains ``loop_config["config"]`` on the split in ``dataset_dir``
     with this worker's share of the positives and of the ``walks`` rounds
-    (rows ``rank::world_size``), going on from the latest checkpoint after a
-    restart; reports as :class:`EpochReporter` says, a sweep's
+    (rows ``rank::world_size``), going on after a restart from the newest
+    checkpoint every worker finished writing (:func:`latest_checkpoint`);
+    reports as :class:`EpochReporter` says, a sweep's
     ``decision_epochs`` included. Each worker reads the split itself: it
     needs the whole graph for message passing anyway, and its share of the
     positives is then a slice, with no Ray Data pipeline to start. With
@@ -53,13 +60,19 @@ def train_worker(loop_config: dict) -> None:
     mark("adjacency", startup)
     torch.manual_seed(config.seed)
     model = ray.train.torch.prepare_model(build_model(config, split.info, split.num_nodes))
-    resume, history = _restore(ray.train.get_checkpoint(), rank)
+    checkpoint, delivered, stale = latest_checkpoint(world_size)
+    resume, history, epoch_ends = _restore(checkpoint, rank)
+    if world_size > 1:
+        dist.barrier()  # every worker has chosen its checkpoint before any goes
+    if rank == 0:
+        for path in stale:  # the workers would write them again
+            context.get_storage().storage_filesystem.delete_dir(path)
     mark("model", startup)
     reporter = EpochReporter(config.epochs, config.checkpoint_every, split.info.main_metric_key,
                              rank, world_size, history, loop_config.get("decision_epochs", ()),
-                             startup if rank == 0 and resume is None else None)
+                             startup if rank == 0 and resume is None else None, epoch_ends)
     if resume is not None:
-        reporter.restarted(resume.epoch)
+        reporter.restarted(resume.epoch, delivered)
     result = fit(model, config, split, graph, world_size, rank, on_epoch=reporter,
                  resume=resume)
     export_dir = loop_config.get("export_dir")
@@ -78,13 +91,36 @@ def quiet_ray_logs() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def latest_checkpoint(world_size: int) -> tuple[ray.train.Checkpoint | None, int, list[str]]:
+    """The checkpoint a (re)started worker goes on from: the newest one in
+    the run's storage that every worker finished writing, whether or not
+    Train's controller took its report (the worker that made it may have
+    died first, or not reported it: see :class:`EpochReporter`); else the
+    one the controller holds (written before checkpoints had manifests).
+    Also the epoch of the controller's (0: none), whose report put every
+    epoch up to it in MLflow, and the paths of the half-written checkpoints
+    newer than the one chosen."""
+    held = ray.train.get_checkpoint()
+    delivered = (checkpoint_epoch(held.path) or 0) if held is not None else 0
+    storage = ray.train.get_context().get_storage()
+    stored = stored_checkpoints(storage.storage_filesystem, storage.experiment_fs_path,
+                                world_size)
+    newest = next((found for found in stored if found.complete), None)
+    stale = [found.path for found in stored if newest is None or found.epoch > newest.epoch]
+    if newest is None:
+        return held, delivered, stale
+    return ray.train.Checkpoint(newest.path, storage.storage_filesystem), delivered, stale
+
+
 def _restore(
     checkpoint: ray.train.Checkpoint | None, rank: int,
-) -> tuple[FitState | None, list[dict[str, float]]]:
-    """The training state and the metrics history of ``checkpoint``."""
+) -> tuple[FitState | None, list[dict[str, float]], list[float]]:
+    """The training state, the metrics history and when each of its epochs
+    ended, of ``checkpoint``."""
     if checkpoint is None:
-        return None, []
+        return None, [], []
     with checkpoint.as_directory() as directory:
         state = FitState.load(Path(directory), rank)
         history = json.loads((Path(directory) / HISTORY_FILE).read_text())
-    return state, history
+        timing = json.loads((Path(directory) / TIMING_FILE).read_text())
+    return state, history, timing.get("epoch_ends", [])

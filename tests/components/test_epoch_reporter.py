@@ -1,8 +1,27 @@
-"""When a Train worker reports: never an epoch's wait on Ray Train's poll."""
+"""When a Train worker checkpoints and reports: a checkpoint every
+``checkpoint_every`` epochs, never an epoch's wait on Ray Train's poll."""
+import json
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
 import pytest
+import ray.train
+import torch
+from pyarrow.fs import LocalFileSystem
 
 import components.epoch_reporter as reporting
-from components.epoch_reporter import CHECKPOINT, METRICS, NO_REPORT, EpochReporter, _seconds
+from components.checkpoints import checkpoint_name, stored_checkpoints, write_checkpoint
+from components.epoch_reporter import (
+    CHECKPOINT,
+    METRICS,
+    NO_REPORT,
+    SAVE,
+    EpochReporter,
+    _seconds,
+)
+from components.train_report import EPOCHS, RESTORED_FROM
+from plnlp_core.fit_state import FitState
 from plnlp_core.fitting import EpochResult
 
 
@@ -34,16 +53,18 @@ def reported(at: EpochReporter, number: int, clock: Clock) -> None:
     at.last_report, at.last_reported_epoch = clock.now, number
 
 
-def test_checkpoints_due_within_the_gap_wait_for_it_and_the_last_epoch_always_reports(clock):
-    every_epoch = reporter(checkpoint_every=1)
-    assert every_epoch._decide(epoch(1)) == CHECKPOINT  # the first epoch shows at once
-    reported(every_epoch, 1, clock)
-    every_epoch.last_checkpoint_epoch = 1
+def test_a_due_checkpoint_is_written_at_once_and_reported_only_beyond_the_gap(clock):
+    every_other = reporter(checkpoint_every=2)
+    assert every_other._decide(epoch(1)) == METRICS  # the first epoch shows at once
+    reported(every_other, 1, clock)
     clock.now += 0.2
-    assert every_epoch._decide(epoch(2)) == NO_REPORT  # due, but 0.2 s after the last report
+    assert every_other._decide(epoch(2)) == SAVE  # due 0.2 s after the last report
+    every_other.last_checkpoint_epoch = 2
+    clock.now += 0.2
+    assert every_other._decide(epoch(3)) == NO_REPORT
     clock.now += reporting.REPORT_GAP_S
-    assert every_epoch._decide(epoch(3)) == CHECKPOINT
-    assert every_epoch._decide(epoch(50)) == CHECKPOINT
+    assert every_other._decide(epoch(4)) == CHECKPOINT
+    assert every_other._decide(epoch(50)) == CHECKPOINT
 
 
 def test_without_a_checkpoint_an_epoch_reports_every_interval(clock):
@@ -67,3 +88,83 @@ def test_a_schedulers_rung_reports_at_once_when_evaluated(clock):
 
 def test_epoch_seconds_read_in_milliseconds_below_one_second():
     assert _seconds(0.035) == "35 ms" and _seconds(2.44) == "2.4 s"
+
+
+def fit_state(epoch: int) -> FitState:
+    return FitState(epoch=epoch, model={"w": torch.full((3,), float(epoch))}, optimizer={},
+                    schedule=None, rng={"sampler": torch.zeros(2)}, sampler={}, best_epoch=0,
+                    best_metrics={}, best_state=None)
+
+
+class Storage:
+    """Ray Train's storage context, as far as the reporter uses it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def persist_current_checkpoint(self, checkpoint: ray.train.Checkpoint,
+                                   name: str) -> ray.train.Checkpoint:
+        shutil.copytree(checkpoint.path, self.root / name, dirs_exist_ok=True)
+        return ray.train.Checkpoint(str(self.root / name))
+
+
+@pytest.fixture
+def train_run(tmp_path: Path, clock: Clock, monkeypatch) -> list[dict]:
+    """Ray Train's side of a worker: its storage under ``tmp_path``, and the
+    reports it receives (metrics and the checkpoint's epoch)."""
+    reports = []
+    storage = Storage(tmp_path)
+    monkeypatch.setattr(ray.train, "get_context",
+                        lambda: SimpleNamespace(get_storage=lambda: storage))
+    monkeypatch.setattr(ray.train, "report", lambda metrics, checkpoint, **_: reports.append(
+        {**metrics, "checkpoint": checkpoint and Path(checkpoint.path).name}))
+    return reports
+
+
+def run_epochs(at: EpochReporter, epochs: range, clock: Clock, seconds: float) -> None:
+    for number in epochs:
+        clock.now += seconds
+        at(EpochResult(number, 1.0 / number, seconds, snapshot=lambda n=number: fit_state(n)))
+
+
+def test_every_checkpoint_every_th_epoch_is_in_storage_whether_reported_or_not(
+        tmp_path, clock, train_run, capsys):
+    every_other = reporter(checkpoint_every=2)
+    every_other.epochs = 12
+    run_epochs(every_other, range(1, 10), clock, seconds=0.4)
+    # epochs 2, 4, 6 and 8 ended within 3 s of epoch 1's report: written, not reported;
+    # each went once the next was complete
+    assert [(r["epoch"], r["checkpoint"]) for r in train_run] == [(1, None)]
+    stored = stored_checkpoints(LocalFileSystem(), str(tmp_path), world_size=1)
+    assert [(c.epoch, c.complete) for c in stored] == [(8, True)]
+    run_epochs(every_other, range(10, 13), clock, seconds=0.4)
+    assert [(r["epoch"], r["checkpoint"]) for r in train_run] == [
+        (1, None), (10, checkpoint_name(10)), (12, checkpoint_name(12))]
+    assert [row["epoch"] for r in train_run for row in r[EPOCHS]] == list(range(1, 13))
+
+
+def test_a_restart_reports_again_the_epochs_after_the_controllers_checkpoint(
+        clock, train_run, capsys):
+    history = [{"epoch": e, "train_loss": 1.0} for e in range(1, 7)]
+    again = EpochReporter(epochs=50, checkpoint_every=2, main_metric="hits_20", rank=0,
+                          world_size=1, history=history, epoch_ends=[float(e) for e in range(6)])
+    again.restarted(6, delivered=2)
+    run_epochs(again, range(7, 8), clock, seconds=0.4)
+    assert [row["epoch"] for row in train_run[0][EPOCHS]] == [3, 4, 5, 6, 7]
+    assert train_run[0][RESTORED_FROM] == 6
+
+
+def test_a_checkpoint_counts_once_every_worker_copied_all_it_listed(tmp_path):
+    for epoch in (2, 4, 6):
+        folder = tmp_path / checkpoint_name(epoch)
+        folder.mkdir()
+        for rank in (0, 1):
+            write_checkpoint(folder, fit_state(epoch), rank, [{"epoch": epoch}], {})
+    cut = tmp_path / checkpoint_name(6) / "state.pt"
+    cut.write_bytes(cut.read_bytes()[:-1])  # a copy cut short by a dying worker
+    (tmp_path / checkpoint_name(4) / "files-1.json").unlink()  # worker 1's copy never ended
+    (tmp_path / "checkpoint_2026-11-27_19-06-54.143023").mkdir()  # not this layout's
+    stored = stored_checkpoints(LocalFileSystem(), str(tmp_path), world_size=2)
+    assert [(c.epoch, c.complete) for c in stored] == [(6, False), (4, False), (2, True)]
+    listed = json.loads((tmp_path / checkpoint_name(2) / "files-0.json").read_text())
+    assert "state.pt" in listed and "history.json" in listed
