@@ -1,7 +1,13 @@
-"""The learning-curve pictures a run leaves in MLflow."""
+"""The learning-curve pictures a run leaves in MLflow. Matplotlib keeps its
+font cache in this node's scratch folder unless ``MPLCONFIGDIR`` says
+otherwise: a job on a cluster writes nothing into its home folder."""
+import os
 from pathlib import Path
 
-import matplotlib
+from components.storage import node_scratch_dir
+
+os.environ.setdefault("MPLCONFIGDIR", str(node_scratch_dir() / "matplotlib"))
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

@@ -164,8 +164,9 @@ def local_copy(folder: "str | Location") -> Iterator[Path]:
         yield folder.local_path()
         return
     with tempfile.TemporaryDirectory(prefix="plnlp-", dir=node_scratch_dir()) as scratch:
-        folder.download(Path(scratch))
-        yield Path(scratch)
+        copy = Path(scratch) / folder.name  # the same name as the original
+        folder.download(copy)
+        yield copy
 
 
 def node_scratch_dir() -> Path:

@@ -18,6 +18,7 @@ from components.startup import mark
 from components.storage import Location, check_listable, check_writable, is_uri, location
 from components.tracking import clear_failure, mark_failed
 from components.workers import WorkerGroup
+from pipelines.home_folder import keep_home_clean
 from pipelines.interrupts import SignalGuard, stop
 from pipelines.services import (
     check_tracking_store,
@@ -41,6 +42,7 @@ def prepare(validate: Callable[[], T], workers: WorkerGroup, verbose: bool = Tru
     logging its info lines only when ``verbose``); on bad input prints one
     ``error:`` line and returns ``None``. SIGINT or SIGTERM meanwhile stops
     the process (see :func:`pipelines.interrupts.stop`)."""
+    keep_home_clean()
     guard = SignalGuard()
     try:
         with guard:

@@ -191,8 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         pairs = check_args(args)
         from pipelines.console import quiet_model_loading
+        from pipelines.home_folder import keep_home_clean
         from pipelines.model_source import load_scorer
 
+        keep_home_clean()
         quiet_model_loading()
         scorer = load_scorer(args.model)
         if pairs is not None:

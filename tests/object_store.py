@@ -13,13 +13,15 @@ KEYS = {"AWS_ACCESS_KEY_ID": "plnlp-test", "AWS_SECRET_ACCESS_KEY": "plnlp-test-
 
 
 @contextmanager
-def s3_server(folder: Path) -> Iterator[str]:
-    """A moto S3 server on a free port of 127.0.0.1 for the block; its URL."""
+def s3_server(folder: Path, checks_keys: bool = False) -> Iterator[str]:
+    """A moto S3 server on a free port of 127.0.0.1 for the block; its URL.
+    With ``checks_keys`` it refuses every key it has not issued itself."""
     port = free_port()
     argv = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
-    with process_group(argv, {**_base_env(), **KEYS}, folder, folder / "s3.log"):
+    env = {**_base_env(), **KEYS, **({"INITIAL_NO_AUTH_ACTION_COUNT": "0"} if checks_keys else {})}
+    with process_group(argv, env, folder, folder / f"s3-{port}.log"):
         url = f"http://127.0.0.1:{port}"
-        wait_for_http(f"{url}/moto-api/", folder / "s3.log", timeout=60, any_status=True)
+        wait_for_http(f"{url}/moto-api/", folder / f"s3-{port}.log", timeout=60, any_status=True)
         yield url
 
 
@@ -45,6 +47,15 @@ def bucket_keys(endpoint: str, name: str) -> list[str]:
     return [item["Key"] for page in pages for item in page.get("Contents", [])]
 
 
+def upload_folder(endpoint: str, local: Path, uri: str) -> None:
+    """Copies the local folder ``local`` to ``uri`` (``s3://bucket/prefix``)."""
+    import pyarrow.fs as pafs
+
+    store = pafs.S3FileSystem(endpoint_override=endpoint, access_key=KEYS["AWS_ACCESS_KEY_ID"],
+                              secret_key=KEYS["AWS_SECRET_ACCESS_KEY"], region=KEYS["AWS_REGION"])
+    pafs.copy_files(str(local), uri.removeprefix("s3://"), destination_filesystem=store)
+
+
 def _boto_keys() -> dict[str, str]:
     return {"aws_access_key_id": KEYS["AWS_ACCESS_KEY_ID"],
             "aws_secret_access_key": KEYS["AWS_SECRET_ACCESS_KEY"],
@@ -55,4 +66,4 @@ def _base_env() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
 
 
-__all__ = ["bucket_keys", "make_bucket", "s3_env", "s3_server"]
+__all__ = ["bucket_keys", "make_bucket", "s3_env", "s3_server", "upload_folder"]
