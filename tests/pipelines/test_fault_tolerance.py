@@ -97,7 +97,9 @@ def test_resume_goes_on_with_a_failed_run_after_its_last_checkpoint(
     client, again = the_run(mlflow_store)
     assert again.info.run_id == run.info.run_id and again.info.status == "FINISHED"
     assert "failure_reason" in run.data.tags and "failure_reason" not in again.data.tags
-    restored = client.get_metric_history(run.info.run_id, "restored_from_epoch")
-    assert [m.value for m in restored] == [stopped_at]
+    # from the newest checkpoint in storage: the last epoch MLflow held, or one written after it
+    restored = [m.value for m in client.get_metric_history(run.info.run_id,
+                                                           "restored_from_epoch")]
+    assert len(restored) == 1 and stopped_at <= restored[0] < EPOCHS
     assert logged_epochs(mlflow_store) == list(range(1, EPOCHS + 1))
     assert 0.0 < again.data.metrics["final_test_hits_20"] <= 1.0
