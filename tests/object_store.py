@@ -47,13 +47,21 @@ def bucket_keys(endpoint: str, name: str) -> list[str]:
     return [item["Key"] for page in pages for item in page.get("Contents", [])]
 
 
+def s3_filesystem(endpoint: str) -> object:
+    """A ``pyarrow.fs.S3FileSystem`` of the server at ``endpoint``, set up
+    without touching this process's environment."""
+    import pyarrow.fs as pafs
+
+    return pafs.S3FileSystem(endpoint_override=endpoint, access_key=KEYS["AWS_ACCESS_KEY_ID"],
+                             secret_key=KEYS["AWS_SECRET_ACCESS_KEY"], region=KEYS["AWS_REGION"])
+
+
 def upload_folder(endpoint: str, local: Path, uri: str) -> None:
     """Copies the local folder ``local`` to ``uri`` (``s3://bucket/prefix``)."""
     import pyarrow.fs as pafs
 
-    store = pafs.S3FileSystem(endpoint_override=endpoint, access_key=KEYS["AWS_ACCESS_KEY_ID"],
-                              secret_key=KEYS["AWS_SECRET_ACCESS_KEY"], region=KEYS["AWS_REGION"])
-    pafs.copy_files(str(local), uri.removeprefix("s3://"), destination_filesystem=store)
+    pafs.copy_files(str(local), uri.removeprefix("s3://"),
+                    destination_filesystem=s3_filesystem(endpoint))
 
 
 def _boto_keys() -> dict[str, str]:
@@ -66,4 +74,5 @@ def _base_env() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
 
 
-__all__ = ["bucket_keys", "make_bucket", "s3_env", "s3_server", "upload_folder"]
+__all__ = ["bucket_keys", "make_bucket", "s3_env", "s3_filesystem", "s3_server",
+           "upload_folder"]

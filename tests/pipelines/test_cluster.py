@@ -6,16 +6,25 @@ tracking server in the job's runtime environment); no node shares a folder
 with another through the product."""
 import json
 import os
+import re
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.conftest import REPO_ROOT
-from tests.object_store import bucket_keys, make_bucket, s3_env, s3_server, upload_folder
+from tests.object_store import (
+    bucket_keys,
+    make_bucket,
+    s3_env,
+    s3_filesystem,
+    s3_server,
+    upload_folder,
+)
 from tests.processes import free_port, process_group, wait_for_http
 
 pytestmark = pytest.mark.slow
@@ -83,9 +92,10 @@ def mlflow_server(folder: Path, endpoint: str):
 
 
 def submit(services: Services, command: list[str], job_env: dict[str, str],
-           wait: bool = True) -> subprocess.CompletedProcess:
+           submission_id: str | None = None) -> subprocess.CompletedProcess:
     """``ray job submit`` of ``python <command>`` with ``job_env`` as the
-    job's environment variables, as the README's "On a cluster" does, but
+    job's environment variables (without waiting, given a ``submission_id``),
+    as the README's "On a cluster" does, but
     with no ``--working-dir``: the nodes here share one machine and Ray's
     session folder, so each node's agent unpacking the same working folder
     would replace the one the driver runs in (on separate machines each
@@ -96,7 +106,8 @@ def submit(services: Services, command: list[str], job_env: dict[str, str],
     token = (Path.home() / ".ray" / "auth_token").read_text().strip()
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
     argv = ["ray", "job", "submit", "--address", services.dashboard, "--runtime-env-json",
-            runtime_env, *([] if wait else ["--no-wait"]), "--", "python", *command]
+            runtime_env, *(["--no-wait", "--submission-id", submission_id] if submission_id
+                           else []), "--", "python", *command]
     for _ in range(30):  # the head's job agent takes a while to start after the dashboard
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
         if "No available agent to submit job" not in done.stderr:
@@ -133,3 +144,186 @@ def test_a_submitted_job_keeps_its_work_in_the_bucket_and_its_artifacts_in_the_s
     assert {"model.pt", "best.json", "metrics.csv", "learning_curve.png", "MLmodel",
             "scorer.pt"} <= artifacts
     assert sorted(home.rglob("*")) == [] and sorted(cache.rglob("*")) == []
+
+
+EPOCHS, EVERY = 30, 2
+
+
+def checkpoints_in_bucket(services: Services) -> tuple[int, int]:
+    """The epochs of the newest checkpoint in the bucket that every worker
+    finished writing, and of the one Train's controller holds (from the
+    snapshot it keeps beside them); 0 where there is none yet."""
+    from components.checkpoints import checkpoint_epoch, stored_checkpoints
+
+    store = s3_filesystem(services.endpoint)
+    complete, held = [0], [0]
+    for run in bucket_keys(services.endpoint, "work"):
+        if run.endswith("/checkpoint_manager_snapshot.json"):
+            folder = f"work/{run.rsplit('/', 1)[0]}"
+            complete += [found.epoch for found in stored_checkpoints(store, folder, 1)
+                         if found.complete]
+            try:
+                with store.open_input_stream(f"work/{run}") as stream:
+                    latest = json.loads(stream.read())["latest_checkpoint_result"]
+            except (OSError, ValueError, KeyError):  # being written
+                continue
+            held.append(checkpoint_epoch(latest["checkpoint_dir_name"]) or 0 if latest else 0)
+    return max(complete), max(held)
+
+
+def train_worker_node(services: Services) -> tuple[object, list[psutil.Process]]:
+    """The worker node whose raylet started the Ray Train worker, and that
+    worker's processes."""
+    from ray._private import ray_constants
+
+    for node in list(services.cluster.worker_nodes):
+        raylet = node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
+        workers = []
+        for process in psutil.Process(raylet).children(recursive=True):
+            try:
+                if "ray::RayTrainWorker" in " ".join(process.cmdline()):
+                    workers.append(process)
+            except psutil.NoSuchProcess:
+                continue
+        if workers:
+            return node, workers
+    raise AssertionError("no Train worker on a worker node")
+
+
+def printed_epochs(log: str) -> dict[str, list[int]]:
+    """The epochs each Train worker printed, by its process id, in order."""
+    by_worker: dict[str, list[int]] = {}
+    for pid, epoch in re.findall(r"RayTrainWorker pid=(\d+)[^)]*\) epoch (\d+)/", log):
+        by_worker.setdefault(pid, []).append(int(epoch))
+    return by_worker
+
+
+def test_a_lost_node_costs_at_most_the_epochs_since_the_checkpoint_in_the_bucket(
+        services, tmp_path):
+    """Once Train's controller holds a reported checkpoint, the Train
+    worker's node goes as soon as a newer one, not yet reported, is whole in
+    the bucket: the run goes on from that one."""
+    job = f"lost-node-{time.monotonic_ns()}"
+    done = submit(services, [str(REPO_ROOT / "pipelines" / "run.py"), "--dataset", "ddi",
+                             "--preset", "smoke", "--data-root", DATA, "--work-dir", WORK,
+                             "--experiment", "lost-node", "--set", f"epochs={EPOCHS}",
+                             "--set", "max_batches_per_epoch=2",
+                             "--set", f"checkpoint_every={EVERY}"],
+                  {"RAY_DEDUP_LOGS": "0"}, submission_id=job)
+    assert done.returncode == 0, done.stderr[-3000:]
+    try:
+        deadline, held = time.monotonic() + 300, 0
+        while not held or checkpoints_in_bucket(services)[0] <= held:
+            assert time.monotonic() < deadline and job_status(services, job) == "RUNNING", \
+                job_logs(services, job)[-3000:]
+            time.sleep(0.2)
+            held = held or checkpoints_in_bucket(services)[1]
+        node, workers = train_worker_node(services)
+        services.cluster.remove_node(node)
+        assert not psutil.wait_procs(workers, timeout=60)[1]  # nothing more gets written
+        in_bucket = checkpoints_in_bucket(services)[0]
+        while job_status(services, job) in ("PENDING", "RUNNING"):
+            assert time.monotonic() < deadline + 300, job_logs(services, job)[-3000:]
+            time.sleep(1)
+    finally:
+        services.cluster.add_node(num_cpus=1)  # for the tests after this one
+        services.cluster.wait_for_nodes()
+    log = job_logs(services, job)
+    assert job_status(services, job) == "SUCCEEDED", log[-3000:]
+    (run,) = runs_of(services, "lost-node")
+    client = MlflowClient(services.tracking_uri)
+    assert run.info.status == "FINISHED"
+    logged = sorted(m.step for m in client.get_metric_history(run.info.run_id, "train_loss"))
+    assert logged == list(range(1, EPOCHS + 1))  # every epoch, once
+    restored = sorted(m.value for m in client.get_metric_history(run.info.run_id,
+                                                                 "restored_from_epoch"))
+    # The first restart goes on from the newest checkpoint in the bucket, not the
+    # controller's; a loaded machine may add restarts of its own, later ones.
+    assert restored and restored[0] == in_bucket > held
+    first, second, *_ = printed_epochs(log).values()
+    assert second[0] == in_bucket + 1
+    assert max(first) - in_bucket <= EVERY, first  # epochs done, then lost: the bound
+
+
+def test_a_sweep_keeps_its_work_in_the_bucket_and_its_runs_in_the_server(services, tmp_path):
+    space = tmp_path / "space.yaml"
+    space.write_text("preset: smoke\nmetric: valid_hits_20\nsearch: grid\nmax_concurrent: 2\n"
+                     "resources: {workers: 1, cpus_per_worker: 1}\n"
+                     "space:\n  lr: {grid: [0.01, 0.001]}\n")
+    done = submit(services, [str(REPO_ROOT / "pipelines" / "tune.py"), "--dataset", "ddi",
+                             "--space", str(space), *TINY, "--set", "epochs=2",
+                             "--data-root", DATA, "--work-dir", WORK, "--experiment", "sweep"],
+                  {})
+    output = done.stdout + done.stderr
+    assert done.returncode == 0 and "succeeded" in output, output[-4000:]
+    runs = runs_of(services, "sweep")
+    (parent,) = [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
+    children = [run for run in runs if run.data.tags.get("mlflow.parentRunId")
+                == parent.info.run_id]
+    assert len(children) == 2 and {run.info.status for run in children} == {"FINISHED"}
+    assert {run.data.params["lr"] for run in children} == {"0.01", "0.001"}
+    assert any(key.startswith("plnlp/tune/") for key in bucket_keys(services.endpoint, "work"))
+
+
+def job_status(services: Services, job: str) -> str:
+    """``ray job status``'s word: it says the ending ones in sentences."""
+    said = ray_job(services, "status", job)
+    found = re.search(r"Status for job '[^']*': (\w+)", said)
+    endings = {"' succeeded": "SUCCEEDED", "' failed": "FAILED", "' was stopped": "STOPPED"}
+    return found.group(1) if found else next(
+        (status for words, status in endings.items() if words in said), "UNKNOWN")
+
+
+def job_logs(services: Services, job: str) -> str:
+    return ray_job(services, "logs", job)
+
+
+def ray_job(services: Services, verb: str, job: str) -> str:
+    token = (Path.home() / ".ray" / "auth_token").read_text().strip()
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
+    done = subprocess.run(["ray", "job", verb, "--address", services.dashboard, job],
+                          env=env, capture_output=True, text=True, timeout=120)
+    return done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def key_checking_s3(tmp_path_factory):
+    """An S3 server that refuses every key it did not issue, and a plain one."""
+    folder = tmp_path_factory.mktemp("s3-refusals")
+    with s3_server(folder, checks_keys=True) as strict, s3_server(folder) as plain:
+        make_bucket(plain, "work")
+        yield strict, plain
+
+
+@pytest.mark.parametrize("case", ["no bucket", "wrong keys", "no answer", "no data"])
+def test_a_store_that_cannot_be_used_is_refused_before_any_work(
+        case, key_checking_s3, mlflow_store, monkeypatch, capsys):
+    from components import storage
+    from pipelines.run import main
+
+    strict, plain = key_checking_s3
+    endpoint, work_dir, data_root, problem = {
+        "no bucket": (plain, "s3://no-such-bucket/plnlp", None,
+                      "--work-dir s3://no-such-bucket/plnlp cannot be written: the bucket does "
+                      "not exist;"),
+        "wrong keys": (strict, WORK, None,
+                       f"--work-dir {WORK} cannot be written: the store refused the keys;"),
+        "no answer": (f"http://127.0.0.1:{free_port()}", WORK, None,
+                      f"--work-dir {WORK} cannot be written: the store does not answer;"),
+        "no data": (plain, WORK, "s3://work/no-ogb",
+                    "--data-root s3://work/no-ogb holds no files;"),
+    }[case]
+    for key, value in s3_env(endpoint).items():
+        monkeypatch.setenv(key, value)
+    storage._root_filesystem.cache_clear()
+    try:
+        code = main(["--dataset", "ddi", "--preset", "smoke", "--work-dir", work_dir,
+                     *(["--data-root", data_root] if data_root else [])])
+    finally:
+        storage._root_filesystem.cache_clear()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith(f"error: {problem}"), err
+    assert sum(line.startswith("error:") for line in err) == 1
+    assert MlflowClient(mlflow_store).search_experiments(filter_string="name = 'plnlp-ddi'") == []
+    # nothing half-written: at most the empty folder marker pyarrow leaves after the probe
+    assert [key for key in bucket_keys(plain, "work") if not key.endswith("/")] == []
