@@ -198,7 +198,10 @@ def check_writable(folder: Location, flag: str) -> None:
 def check_listable(folder: Location, flag: str) -> None:
     """Lists ``folder``; refuses, in one sentence naming the URI, a store
     that does not answer, a bucket that does not exist or an empty folder."""
+    bucket = folder.path.split("/", 1)[0]
     try:
+        if folder.filesystem.get_file_info(bucket).type == pafs.FileType.NotFound:
+            raise OSError("NoSuchBucket")
         found = folder.files()
     except (OSError, ValueError) as error:
         raise PLNLPError(f"{flag} {folder.uri} cannot be read: {storage_problem(error)}; "

@@ -38,6 +38,7 @@ from pipelines.interrupts import EPOCH_TAG
 from pipelines.run import main as run_main
 from pipelines.standin import main as standin_main
 from pipelines.tune import main as tune_main
+from plnlp_core.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
 from tests.processes import free_port, pipeline_env, process_group
 from tests.standin import write_collab_standin, write_ddi_standin
@@ -291,7 +292,22 @@ ENTRIES: dict[str, Entry] = {
     "ray-local-start-failed": service("the local Ray did not start (The current node timed "
                                       "out during startup.)",
                                       "test_errors_of_ray_init_become_one_sentence"),
+    "work-dir-unwritable": service(
+        "cannot be written: the ",
+        "test_object_storage_that_cannot_be_used_is_refused_before_any_work"),
+    "data-root-unreadable": service(
+        "--data-root s3://no-such-bucket/ogb cannot be read: the bucket does not exist;",
+        "test_object_storage_that_cannot_be_used_is_refused_before_any_work"),
+    "data-root-empty": service(
+        "--data-root s3://work/no-ogb holds no files;",
+        "test_object_storage_that_cannot_be_used_is_refused_before_any_work"),
     # after the run started
+    "data-root-no-dataset": failure(
+        "--data-root s3://work/elsewhere holds no ogbl_ddi folder;",
+        "test_a_stage_that_cannot_read_object_storage_fails_the_run"),
+    "stage-copy-mismatch": failure(
+        "could not be copied to this node (data.bin's sha256 differs from its manifest)",
+        "test_a_stage_that_cannot_read_object_storage_fails_the_run"),
     "data-missing": failure("and could not be downloaded",
                             "test_a_missing_or_damaged_dataset_fails_the_run"),
     "data-unreadable": failure("could not be read ([Errno 5] Input/output error); replace it "
@@ -1448,3 +1464,90 @@ def test_predict_refuses_a_store_that_does_not_exist_and_makes_none(mlflow_store
                           "test_predict_refuses_a_store_that_does_not_exist_and_makes_none")
     assert str(elsewhere / "mlflow.db") in line and "MLFLOW_TRACKING_URI" in line
     assert list(elsewhere.iterdir()) == []
+
+
+# Object storage ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def object_stores(tmp_path_factory):
+    """An S3 server that refuses every key it did not issue, and a plain one
+    with a bucket ``work``."""
+    from tests.object_store import make_bucket, s3_server
+
+    folder = tmp_path_factory.mktemp("s3")
+    with s3_server(folder, checks_keys=True) as strict, s3_server(folder) as plain:
+        make_bucket(plain, "work")
+        yield strict, plain
+
+
+@contextmanager
+def pointed_at(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process reaches object storage at ``endpoint`` for the block."""
+    from components import storage
+    from tests.object_store import s3_env
+
+    for key, value in s3_env(endpoint).items():
+        monkeypatch.setenv(key, value)
+    storage._root_filesystem.cache_clear()
+    try:
+        yield
+    finally:
+        storage._root_filesystem.cache_clear()
+
+
+@pytest.mark.parametrize(("entry_id", "store", "flags", "said"), [
+    ("work-dir-unwritable", "plain", ["--work-dir", "s3://no-such-bucket/plnlp"],
+     "the bucket does not exist"),
+    ("work-dir-unwritable", "strict", ["--work-dir", "s3://work/plnlp"],
+     "the store refused the keys"),
+    ("work-dir-unwritable", "silent", ["--work-dir", "s3://work/plnlp"],
+     "the store does not answer"),
+    ("data-root-unreadable", "plain", ["--data-root", "s3://no-such-bucket/ogb"], ""),
+    ("data-root-empty", "plain", ["--work-dir", "s3://work/plnlp", "--data-root",
+                                  "s3://work/no-ogb"], ""),
+])
+def test_object_storage_that_cannot_be_used_is_refused_before_any_work(
+        entry_id, store, flags, said, object_stores, mlflow_store, monkeypatch, capsys):
+    """Before Ray starts (RAY_ADDRESS points nowhere and is never reached),
+    and nothing is written that a later run would trust."""
+    from tests.object_store import bucket_keys
+
+    strict, plain = object_stores
+    endpoint = {"strict": strict, "plain": plain,
+                "silent": f"http://127.0.0.1:{free_port()}"}[store]
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
+    with pointed_at(endpoint, monkeypatch):
+        code = run_main([*SMOKE, *flags])
+    line = assert_refused(entry_id, code, capsys.readouterr().err,
+                          "test_object_storage_that_cannot_be_used_is_refused_before_any_work")
+    assert said in line
+    assert mlflow.MlflowClient().search_experiments(filter_string="name = 'plnlp-ddi'") == []
+    # at most the empty folder marker pyarrow leaves behind a probe
+    assert [key for key in bucket_keys(plain, "work") if not key.endswith("/")] == []
+
+
+def test_a_stage_that_cannot_read_object_storage_fails_the_run(object_stores, tmp_path,
+                                                               monkeypatch):
+    """The load stage's copy of a --data-root in a bucket, and a node's copy
+    of a stage output there, refuse what is not there or not as its manifest
+    says (the sentences a run's failure_reason then holds)."""
+    from components.load import local_data_root
+    from components.stage_cache import cached, local_entry
+    from components.storage import location
+
+    _, plain = object_stores
+    monkeypatch.setenv("PLNLP_SCRATCH_DIR", str(tmp_path / "scratch"))
+    with pointed_at(plain, monkeypatch):
+        (location("s3://work/elsewhere") / "README").write_text("not OGB's")
+        with pytest.raises(PLNLPError) as missing:
+            local_data_root(DATASETS.get("ddi"), location("s3://work/elsewhere"))
+        entry = cached("s3://work/stages", "demo", {"a": 1},
+                       lambda scratch: (scratch / "data.bin").write_bytes(b"x" * 100))
+        replaced = entry.location / entry.manifest["files_in"] / "data.bin"
+        replaced.write_text("y" * 100)
+        with pytest.raises(PLNLPError) as changed:
+            local_entry(entry.uri)
+    for entry_id, error in (("data-root-no-dataset", missing), ("stage-copy-mismatch", changed)):
+        line = f"error: {error.value}"
+        assert ENTRIES[entry_id].expected in line, line
+        assert_in_catalog(entry_id, line)
