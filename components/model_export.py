@@ -23,6 +23,7 @@ from components.evaluate import final_metrics, load_trained
 from components.final_export import write_final
 from components.parquet_io import read_node_ids
 from components.scheduling import ANYWHERE
+from components.stage_cache import local_entry
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.link_scorer import LinkScorer
 
@@ -49,8 +50,8 @@ def evaluate_and_export(
     :func:`components.final_export.write_final`."""
     split, model, adj = load_trained(dataset, trained, config)
     final = final_metrics(split, model, adj, config)
-    node_ids = read_node_ids(Path(dataset.directory), dataset.meta.num_nodes)
-    write_final(Path(directory), final, LinkScorer.encode(model, split, adj, config, node_ids))
+    node_ids = read_node_ids(local_entry(dataset.directory), dataset.meta.num_nodes)
+    write_final(directory, final, LinkScorer.encode(model, split, adj, config, node_ids))
 
 
 def logged_model_uri(run_id: str) -> str | None:
