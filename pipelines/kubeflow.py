@@ -37,7 +37,12 @@ GPU = "nvidia.com/gpu"
 STEP_ENV = ("MLFLOW_TRACKING_URI", "RAY_ADDRESS", "PLNLP_DATA_ROOT", "PLNLP_CACHE_DIR")
 # Read from --secret's Secret into every step, each only where the Secret has it.
 SECRET_KEYS = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN",
-               "RAY_AUTH_TOKEN", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+               "RAY_AUTH_TOKEN",
+               # object storage as --work-dir or --data-root: S3 or an S3-compatible store
+               # (MinIO), Azure Blob
+               "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+               "AWS_ENDPOINT_URL", "AWS_REGION", "AZURE_STORAGE_ACCOUNT_NAME",
+               "AZURE_STORAGE_ACCOUNT_KEY")
 CACHE_MOUNT = "/plnlp-cache"
 
 
@@ -220,8 +225,12 @@ def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--preset", default="", help="as pipelines/run.py's")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="override one setting (repeatable)")
-    parser.add_argument("--data-root", default="", help="folder holding OGB datasets")
-    parser.add_argument("--work-dir", default="", help="folder for cached stage outputs")
+    parser.add_argument("--data-root", default="",
+                        help="folder or object-store URI holding OGB datasets (with --compile: "
+                             "the pipeline's default)")
+    parser.add_argument("--work-dir", default="",
+                        help="folder or object-store URI (s3://bucket/prefix) for cached stage "
+                             "outputs and checkpoints (with --compile: the pipeline's default)")
     parser.add_argument("--experiment", default="",
                         help="MLflow experiment (default: plnlp-<dataset>)")
     parser.add_argument("--yes", action="store_true",
@@ -263,12 +272,16 @@ def pipeline_arguments(args: argparse.Namespace) -> dict[str, object]:
                          "tune_spaces/*.yaml file.")
     dataset = args.dataset if source.path is None else str(source.path.resolve())
     return {"dataset": dataset, "preset": args.preset, "overrides": args.overrides,
-            "data_root": str(Path(args.data_root).resolve()) if args.data_root else "",
-            "work_dir": str(Path(args.work_dir).resolve()) if args.work_dir else "",
+            "data_root": _absolute(args.data_root), "work_dir": _absolute(args.work_dir),
             "experiment": args.experiment, "num_workers": args.num_workers,
             "cpus_per_worker": args.cpus_per_worker, "gpus": args.num_workers * args.use_gpu,
             "max_failures": args.max_failures, "yes": args.yes,
             "sweep_space": str(space or ""), "num_samples": args.num_samples}
+
+
+def _absolute(folder: str) -> str:
+    """A local folder made absolute; an object store's URI, or "", as it is."""
+    return folder if not folder or "://" in folder else str(Path(folder).resolve())
 
 
 def run_local(arguments: dict[str, object], pipeline_root: Path) -> dict[str, float]:
@@ -297,11 +310,12 @@ def run_local(arguments: dict[str, object], pipeline_root: Path) -> dict[str, fl
                 ray.shutdown()
 
 
-def cluster_problems(environ: Mapping[str, str], cache_volume: str | None = None) -> list[str]:
+def cluster_problems(environ: Mapping[str, str], cache_volume: str | None = None,
+                     work_dir: str = "") -> list[str]:
     """What a pipeline compiled with ``environ`` would get wrong on a
     cluster, one sentence each: the default image, no tracking server, a
-    tracking store local to each pod (lost with it), no volume for the
-    stage cache."""
+    tracking store local to each pod (lost with it), a stage cache in no
+    object storage and on no volume."""
     problems = []
     if "PLNLP_IMAGE" not in environ:
         problems.append(f"PLNLP_IMAGE is unset, so every step runs the image {BASE_IMAGE}; "
@@ -313,10 +327,12 @@ def cluster_problems(environ: Mapping[str, str], cache_volume: str | None = None
     elif not uri.startswith(("http://", "https://", "databricks")):
         problems.append(f"MLFLOW_TRACKING_URI={uri} is a store on this machine, which no pod "
                         "sees; set it to your tracking server.")
-    if cache_volume is None:
-        problems.append("no --cache-volume, so each pod caches its stage outputs where they "
-                        "are lost with it, and every run loads and walks the graph again; give "
-                        "a PersistentVolumeClaim every step can mount.")
+    if cache_volume is None and "://" not in work_dir:
+        problems.append("no --work-dir in object storage and no --cache-volume, so each pod "
+                        "caches its stage outputs where they are lost with it, and every run "
+                        "loads and walks the graph again; give --work-dir s3://<bucket>/plnlp "
+                        "(its keys through --secret) or a PersistentVolumeClaim every step can "
+                        "mount.")
     return problems
 
 
@@ -325,9 +341,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.compile is not None:
         cluster = ClusterSettings(args.num_workers, args.cpus_per_worker, args.memory,
                                   args.cache_volume, args.secret)
-        compiler.Compiler().compile(build_pipeline(cluster), str(args.compile))
+        defaults = {name: value for name, value in (("work_dir", args.work_dir),
+                                                    ("data_root", args.data_root)) if value}
+        compiler.Compiler().compile(build_pipeline(cluster), str(args.compile),
+                                    pipeline_parameters=defaults or None)
         print(f"pipeline written to {args.compile} (image {BASE_IMAGE})")
-        for problem in cluster_problems(os.environ, args.cache_volume):
+        for problem in cluster_problems(os.environ, args.cache_volume, args.work_dir):
             print(f"warning: {problem}", file=sys.stderr)
         return 0
     try:

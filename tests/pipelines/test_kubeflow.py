@@ -44,6 +44,8 @@ def test_compiling_for_a_cluster_warns_of_a_default_image_and_a_tracking_store_n
     warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert len(warned) == 3 and "PLNLP_IMAGE is unset" in warned[0]
     assert "MLFLOW_TRACKING_URI is unset" in warned[1] and "no --cache-volume" in warned[2]
+    assert cluster_problems({"MLFLOW_TRACKING_URI": "http://mlflow:5000", "PLNLP_IMAGE": "x"},
+                            None, "s3://bucket/plnlp") == []  # object storage needs no volume
     assert cluster_problems({"MLFLOW_TRACKING_URI": "sqlite:////tmp/m.db", "PLNLP_IMAGE": "x"},
                             "cache") \
         == ["MLFLOW_TRACKING_URI=sqlite:////tmp/m.db is a store on this machine, which no pod "
@@ -74,6 +76,22 @@ def test_compiled_steps_request_cpus_memory_a_cache_volume_and_a_secret(tmp_path
             pair["envVar"] for pair in secret["keyToEnv"]}
         env = {e["name"]: e["value"] for e in executors[f"exec-{name}"]["container"]["env"]}
         assert env["PLNLP_CACHE_DIR"] == "/plnlp-cache"
+
+
+def test_a_work_folder_in_object_storage_flows_into_the_compiled_pipeline_with_its_keys(
+        tmp_path):
+    argv = ["--compile", str(tmp_path / "plnlp.yaml"), "--work-dir", "s3://bucket/plnlp",
+            "--data-root", "s3://bucket/ogb", "--secret", "plnlp-store"]
+    assert main(argv) == 0
+    spec, platform = yaml.safe_load_all((tmp_path / "plnlp.yaml").read_text())
+    parameters = spec["root"]["inputDefinitions"]["parameters"]
+    assert parameters["work_dir"]["defaultValue"] == "s3://bucket/plnlp"
+    assert parameters["data_root"]["defaultValue"] == "s3://bucket/ogb"
+    kubernetes = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    for name in (*STAGES, "sweep"):
+        (secret,) = kubernetes[f"exec-{name}"]["secretAsEnv"]
+        assert {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"} <= {
+            pair["envVar"] for pair in secret["keyToEnv"]}
 
 
 def test_unknown_preset_is_refused_in_one_sentence_before_any_step(capsys):
