@@ -2,7 +2,6 @@
 parent run, each closed as its trial ended (FINISHED, FINISHED tagged
 ``stopped_early`` with the epoch, or FAILED with the reason), and the
 parent's summary: the best trial, a table of every trial and the plots."""
-import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from ray import tune
 
 from components.checkpoints import CHECKPOINTS_TAG
 from components.plots import plot_metric_by_setting
+from components.storage import location
 from components.sweep_report import EPOCH
 from components.tracking import FAILURE_TAG, log_validation_curves
 
@@ -101,7 +101,8 @@ def close_trial_runs(parent_run_id: str, outcomes: dict[str, TrialOutcome],
             client.set_tag(run_id, FAILURE_TAG, (outcome.reason or "")[:5000])
         client.set_terminated(run_id, "FAILED" if outcome.status == "failed" else "FINISHED")
         if CHECKPOINTS_TAG in run.data.tags:  # left by a trial that did not finish
-            shutil.rmtree(run.data.tags[CHECKPOINTS_TAG], ignore_errors=True)
+            location(run.data.tags[CHECKPOINTS_TAG]).remove()
+            client.delete_tag(run_id, CHECKPOINTS_TAG)
         run_ids[trial_id] = run_id
     return run_ids
 

@@ -71,13 +71,14 @@ def log_final(directory: "str | Path | Location") -> dict[str, float]:
 @contextmanager
 def run_checkpoints(checkpoints: "str | Path | Location") -> Iterator[Location]:
     """The active MLflow run's training checkpoints, ``checkpoints/<run
-    id>`` (its ``plnlp.checkpoints`` tag), removed when the block ends
-    without an error, once MLflow holds the best model; a failed or
-    interrupted run keeps them, so that ``--resume`` can go on from them."""
+    id>`` (its ``plnlp.checkpoints`` tag), removed with the tag when the
+    block ends without an error, once MLflow holds the best model; a failed
+    or interrupted run keeps them, so that ``--resume`` can go on from them."""
     storage = location(checkpoints) / mlflow.active_run().info.run_id
     mlflow.set_tag(CHECKPOINTS_TAG, storage.uri)
     yield storage
     storage.remove()
+    mlflow.delete_tag(CHECKPOINTS_TAG)  # it would name a folder that is gone
 
 
 def train_in_run(

@@ -49,6 +49,7 @@ def test_standin_pipeline_with_random_walks_and_two_runs_lands_in_mlflow(
         assert {"config.yaml", "checkpoint", "metrics.csv", "learning_curve.png"} <= artifacts
         files = {a.path for a in client.list_artifacts(child.info.run_id, "checkpoint")}
         assert "checkpoint/model.pt" in files
+        assert "plnlp.checkpoints" not in child.data.tags  # its folder is gone with the run
 
 
 @pytest.mark.parametrize("sampler", ["hard", "adversarial"])
