@@ -221,8 +221,11 @@ def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
     action.add_argument("--compile", metavar="FILE.yaml", type=Path,
                         help="write the pipeline's YAML, to upload to Kubeflow Pipelines")
     action.add_argument("--run-local", action="store_true", help="run the pipeline here")
-    parser.add_argument("--dataset", help="as pipelines/run.py's (needed with --run-local)")
-    parser.add_argument("--preset", default="", help="as pipelines/run.py's")
+    parser.add_argument("--dataset", help="as pipelines/run.py's (needed with --run-local; with "
+                                          "--compile: the pipeline's default, else ddi)")
+    parser.add_argument("--preset", default="",
+                        help="as pipelines/run.py's (with --compile: the pipeline's default, "
+                             "else paper with --use-gpu and the dataset's CPU preset without)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="override one setting (repeatable)")
     parser.add_argument("--data-root", default="",
@@ -310,6 +313,31 @@ def run_local(arguments: dict[str, object], pipeline_root: Path) -> dict[str, fl
                 ray.shutdown()
 
 
+def compiled_defaults(args: argparse.Namespace) -> dict[str, object]:
+    """The compiled pipeline's parameter defaults, from the flags given, so
+    that a run started with them can run on the pods it gets: without
+    ``--use-gpu`` (pods with no GPU) a default preset made for a GPU gives
+    way to the dataset's CPU preset, or is refused when it has none."""
+    from pipelines.settings import PRESETS_DIR, preset_needs_gpu, read_mapping
+    from plnlp_core.datasets import DATASETS
+
+    dataset = args.dataset or "ddi"
+    presets_of = dataset if dataset in DATASETS.names else "own"  # a graph of one's own
+    preset = args.preset or ("paper" if presets_of == dataset else "default")
+    defaults = {"dataset": dataset, "preset": preset, "work_dir": args.work_dir,
+                "data_root": args.data_root, "yes": args.yes,
+                "gpus": args.num_workers if args.use_gpu else 0}
+    if args.use_gpu or args.yes or not preset_needs_gpu(presets_of, preset):
+        return defaults
+    presets = read_mapping(PRESETS_DIR / f"{presets_of}.yaml", "presets")
+    on_cpus = [name for name in presets if not preset_needs_gpu(presets_of, name)]
+    if args.preset or not on_cpus:
+        raise PLNLPError(f"{dataset}'s {preset} preset needs a GPU, which the pipeline's pods get "
+                         "only with --use-gpu; compile with --use-gpu, a --preset made for CPUs "
+                         f"({', '.join(on_cpus) or f'{dataset} has none'}), or --yes.")
+    return {**defaults, "preset": "cpu" if "cpu" in on_cpus else on_cpus[0]}
+
+
 def cluster_problems(environ: Mapping[str, str], cache_volume: str | None = None,
                      work_dir: str = "") -> list[str]:
     """What a pipeline compiled with ``environ`` would get wrong on a
@@ -341,11 +369,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.compile is not None:
         cluster = ClusterSettings(args.num_workers, args.cpus_per_worker, args.memory,
                                   args.cache_volume, args.secret)
-        defaults = {name: value for name, value in (("work_dir", args.work_dir),
-                                                    ("data_root", args.data_root)) if value}
+        try:
+            defaults = compiled_defaults(args)
+        except PLNLPError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
         compiler.Compiler().compile(build_pipeline(cluster), str(args.compile),
-                                    pipeline_parameters=defaults or None)
-        print(f"pipeline written to {args.compile} (image {BASE_IMAGE})")
+                                    pipeline_parameters=defaults)
+        print(f"pipeline written to {args.compile} (image {BASE_IMAGE}); runs with the defaults "
+              f"train {defaults['dataset']}'s {defaults['preset']} preset")
         for problem in cluster_problems(os.environ, args.cache_volume, args.work_dir):
             print(f"warning: {problem}", file=sys.stderr)
         return 0

@@ -301,6 +301,9 @@ ENTRIES: dict[str, Entry] = {
     "data-root-empty": service(
         "--data-root s3://work/no-ogb holds no files;",
         "test_object_storage_that_cannot_be_used_is_refused_before_any_work"),
+    "kubeflow-preset-needs-gpu": service(
+        "ppa's paper preset needs a GPU, which the pipeline's pods get only with --use-gpu",
+        "test_a_compiled_pipeline_whose_defaults_cannot_run_is_refused"),
     # after the run started
     "data-root-no-dataset": failure(
         "--data-root s3://work/elsewhere holds no ogbl_ddi folder;",
@@ -1551,3 +1554,12 @@ def test_a_stage_that_cannot_read_object_storage_fails_the_run(object_stores, tm
         line = f"error: {error.value}"
         assert ENTRIES[entry_id].expected in line, line
         assert_in_catalog(entry_id, line)
+
+
+def test_a_compiled_pipeline_whose_defaults_cannot_run_is_refused(tmp_path, capsys):
+    from pipelines.kubeflow import main as kubeflow_main
+
+    code = kubeflow_main(["--compile", str(tmp_path / "plnlp.yaml"), "--dataset", "ppa"])
+    assert_refused("kubeflow-preset-needs-gpu", code, capsys.readouterr().err,
+                   "test_a_compiled_pipeline_whose_defaults_cannot_run_is_refused")
+    assert not (tmp_path / "plnlp.yaml").exists()

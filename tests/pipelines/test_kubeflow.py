@@ -94,6 +94,20 @@ def test_a_work_folder_in_object_storage_flows_into_the_compiled_pipeline_with_i
             pair["envVar"] for pair in secret["keyToEnv"]}
 
 
+def test_the_compiled_defaults_run_on_the_pods_they_get(tmp_path, capsys):
+    def defaults(*flags: str) -> dict:
+        assert main(["--compile", str(tmp_path / "plnlp.yaml"), *flags]) == 0
+        spec = next(yaml.safe_load_all((tmp_path / "plnlp.yaml").read_text()))
+        return {name: parameter.get("defaultValue") for name, parameter
+                in spec["root"]["inputDefinitions"]["parameters"].items()}
+
+    on_cpus = defaults()  # ddi's paper preset would be refused on a pod without a GPU
+    assert (on_cpus["dataset"], on_cpus["preset"], on_cpus["gpus"]) == ("ddi", "cpu", 0)
+    on_gpus = defaults("--use-gpu", "--num-workers", "2")
+    assert (on_gpus["preset"], on_gpus["gpus"]) == ("paper", 2)
+    assert "runs with the defaults train ddi's paper preset" in capsys.readouterr().out
+
+
 def test_unknown_preset_is_refused_in_one_sentence_before_any_step(capsys):
     assert main(["--run-local", "--dataset", "ddi", "--preset", "nope"]) == 2
     err = capsys.readouterr().err.strip()
