@@ -45,7 +45,7 @@ def wait_for_http(url: str, log: Path, timeout: float, any_status: bool = False)
         except urllib.error.HTTPError:
             if any_status:
                 return
-        except (urllib.error.URLError, ConnectionError):
+        except (urllib.error.URLError, ConnectionError, TimeoutError):  # not yet, or slow
             pass
         time.sleep(1)
     raise AssertionError(f"{url} did not answer:\n{log.read_text()[-3000:]}")
