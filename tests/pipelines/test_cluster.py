@@ -55,12 +55,14 @@ def services(tmp_path_factory, ddi_root):
         make_bucket(endpoint, "work")
         upload_folder(endpoint, ddi_root / "ogbl_ddi", f"{DATA}/ogbl_ddi")
         port = free_port()
+        # Each node's agent on a port of its own: on one machine they would all race for Ray's
+        # default (52365), and the head's, which takes the jobs, may lose
         cluster = Cluster(initialize_head=True, head_node_args={
             "num_cpus": 0, "include_dashboard": True, "dashboard_host": "127.0.0.1",
-            "dashboard_port": port})
+            "dashboard_port": port, "dashboard_agent_listen_port": free_port()})
         try:
             for _ in range(2):
-                cluster.add_node(num_cpus=1)
+                add_worker_node(cluster)
             cluster.wait_for_nodes()
             dashboard = f"http://127.0.0.1:{port}"
             wait_for_http(f"{dashboard}/api/version", folder / "none", timeout=120,
@@ -68,6 +70,11 @@ def services(tmp_path_factory, ddi_root):
             yield Services(cluster, dashboard, endpoint, tracking_uri, folder)
         finally:
             cluster.shutdown()
+
+
+def add_worker_node(cluster: object) -> object:
+    """A worker node of one CPU, its agent on a free port."""
+    return cluster.add_node(num_cpus=1, dashboard_agent_listen_port=free_port())
 
 
 def mlflow_server(folder: Path, endpoint: str):
@@ -227,7 +234,7 @@ def test_a_lost_node_costs_at_most_the_epochs_since_the_checkpoint_in_the_bucket
             assert time.monotonic() < deadline + 300, job_logs(services, job)[-3000:]
             time.sleep(1)
     finally:
-        services.cluster.add_node(num_cpus=1)  # for the tests after this one
+        add_worker_node(services.cluster)  # for the tests after this one
         services.cluster.wait_for_nodes()
     log = job_logs(services, job)
     assert job_status(services, job) == "SUCCEEDED", log[-3000:]
