@@ -88,6 +88,7 @@ def test_a_gpu_preset_asks_at_a_terminal_and_stops_unless_told_yes(monkeypatch, 
     ("pipelines.run", ["--dataset", "ddi", "--set", "encoder=gin"]),
     ("pipelines.run", ["--dataset", "ddi"]),  # a GPU preset refused on CPUs
     ("pipelines.tune", ["--dataset", "ddi", "--space", "tune_spaces/ddi.yaml", "--set", "lr=x"]),
+    ("pipelines.register", ["--help"]),
 ])
 def test_help_and_refusals_import_neither_ray_nor_mlflow(script, argv):
     import subprocess

@@ -127,6 +127,21 @@ def test_the_champion_moves_only_to_a_better_version(store):
     assert str(client.get_model_version_by_alias("links", CHAMPION).version) == "3"
 
 
+def test_an_existing_run_is_registered_without_training_again(store, capsys):
+    from pipelines.register import main as register
+
+    run_id = store["runs"]["plnlp-friends"].info.run_id  # a graph of one's own: by its AUC
+    assert register([run_id, "friends"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("registered friends version 1 (final_valid_auc ")
+    assert line.endswith("it is models:/friends@champion")
+    version = MlflowClient().get_model_version_by_alias("friends", CHAMPION)
+    assert version.run_id == run_id
+    heuristic = store["runs"]["heuristic"].info.run_id
+    assert register([heuristic, "friends"]) == 2
+    assert "which has no model to load" in capsys.readouterr().err
+
+
 PAIRS = [[0, 1], [2, 3], [4, 59], [10, 11]]
 
 
