@@ -48,8 +48,12 @@ class Services:
 def services(tmp_path_factory, ddi_root):
     """The S3 server (buckets ``work``, with the raw ogbl-ddi under ``ogb/``,
     and ``artifacts``), the MLflow server and the three-node Ray cluster."""
+    import ray
     from ray.cluster_utils import Cluster
 
+    suite_ray = ray.is_initialized()  # the suite's local Ray, in this process: not beside this
+    if suite_ray:
+        ray.shutdown()
     folder = tmp_path_factory.mktemp("cluster")
     with s3_server(folder) as endpoint, mlflow_server(folder, endpoint) as tracking_uri:
         make_bucket(endpoint, "work")
@@ -70,6 +74,9 @@ def services(tmp_path_factory, ddi_root):
             yield Services(cluster, dashboard, endpoint, tracking_uri, folder)
         finally:
             cluster.shutdown()
+            if suite_ray:  # back as tests/conftest.py started it, for the tests after these
+                ray.init(address="local", num_cpus=2, include_dashboard=False,
+                         log_to_driver=True)
 
 
 def add_worker_node(cluster: object) -> object:
@@ -107,10 +114,12 @@ def submit(services: Services, command: list[str], job_env: dict[str, str],
     session folder, so each node's agent unpacking the same working folder
     would replace the one the driver runs in (on separate machines each
     node unpacks its own)."""
+    token = (Path.home() / ".ray" / "auth_token").read_text().strip()
+    # a job given a HOME of its own reads no ~/.ray/auth_token there: its workers get the token
+    auth = {"RAY_AUTH_TOKEN": token} if "HOME" in job_env else {}
     runtime_env = json.dumps({"env_vars": {**s3_env(services.endpoint),
                                            "MLFLOW_TRACKING_URI": services.tracking_uri,
-                                           **job_env}})
-    token = (Path.home() / ".ray" / "auth_token").read_text().strip()
+                                           **auth, **job_env}})
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
     argv = ["ray", "job", "submit", "--address", services.dashboard, "--runtime-env-json",
             runtime_env, *(["--no-wait", "--submission-id", submission_id] if submission_id
