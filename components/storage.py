@@ -119,10 +119,9 @@ class Location:
         return {info.path[len(base):]: info for info in self.filesystem.get_file_info(selector)
                 if info.type == pafs.FileType.File}
 
-    def upload(self, local: Path, names: list[str] | None = None) -> None:
-        """Copies ``names`` (paths relative to ``local``; default: every file
-        under it) into this folder."""
-        for name in names if names is not None else _relative_files(local):
+    def upload(self, local: Path) -> None:
+        """Copies every file under the local folder ``local`` into this folder."""
+        for name in _relative_files(local):
             pafs.copy_files(str(local / name), f"{self.path}/{name}",
                             destination_filesystem=self.filesystem)
 
