@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"train: {train_row['batch_s']:.2f} s a batch over {train_row['batches']} batches; "
           f"a full epoch would take {train_row['epoch_s_extrapolated'] / 60:.1f} min")
     seconds = {phase: train_row["before_first_batch"][f"startup_{phase}_s"]
-               for phase in ("workers", "read_split", "adjacency", "model")}
+               for phase in ("workers", "read_split", "experiment", "model")}
     print(f"train stage before its first batch: {sum(seconds.values()):.1f} s ("
           + ", ".join(f"{phase} {value:.1f}" for phase, value in seconds.items()) + ")")
     if args.json is not None:

@@ -16,10 +16,11 @@ import time
 
 import torch
 
-from plnlp_core.assembly import build_model, build_sampler, build_step_options, build_training_graph
+from plnlp_core.assembly import build_sampler, build_step_options
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import DATASETS, resolve_data_root
 from plnlp_core.evaluation import evaluate
+from plnlp_core.experiment import prepare_experiment
 from plnlp_core.ogb_reader import load_ogb
 from plnlp_core.training import draw_batch, train_step
 
@@ -42,9 +43,8 @@ def time_epoch(settings: dict[str, object], split: object, steps: int) -> dict[s
     step), the epoch they make, and one evaluation's seconds."""
     config = PLNLPConfig.from_mapping({"dataset": "ddi", **settings})
     config.validate()
-    torch.manual_seed(0)
-    graph = build_training_graph(split, config)
-    model = build_model(config, split.info, split.num_nodes)
+    experiment = prepare_experiment(config, split)
+    graph, model = experiment.graph, experiment.model
     sampler, options = build_sampler(config, split, graph), build_step_options(config)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     generator = torch.Generator().manual_seed(0)

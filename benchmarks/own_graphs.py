@@ -36,14 +36,9 @@ import numpy as np
 import torch
 import yaml
 
-from plnlp_core.assembly import (
-    build_model,
-    build_training_graph,
-    build_walk_rounds,
-)
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import LinkSplit
-from plnlp_core.fitting import fit
+from plnlp_core.experiment import prepare_experiment, run_experiment
 from plnlp_core.heuristics import heuristic_metrics
 from plnlp_core.own_graph import load_own_graph
 
@@ -278,13 +273,8 @@ def run_plnlp(split: LinkSplit, settings: dict[str, object],
     evaluation took, and that epoch."""
     config = PLNLPConfig.from_mapping({**settings, "seed": seed})
     config._validate_against(split.info)
-    torch.manual_seed(seed)
     start = time.perf_counter()
-    model = build_model(config, split.info, split.num_nodes)
-    walks = (build_walk_rounds(split, config, torch.Generator().manual_seed(seed))
-             if config.uses_random_walk else None)
-    graph = build_training_graph(split, config, walks)
-    result = fit(model, config, split, graph)
+    result = run_experiment(prepare_experiment(config, split))
     return result.best_metrics, time.perf_counter() - start, result.best_epoch
 
 

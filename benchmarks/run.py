@@ -50,18 +50,16 @@ import torch
 from components.startup import describe_startup
 from pipelines.settings import load_preset
 from plnlp_core.assembly import (
-    build_model,
     build_optimizer,
     build_sampler,
     build_step_options,
     build_training_graph,
-    build_walk_rounds,
 )
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import DATASETS, LinkSplit, resolve_data_root
 from plnlp_core.errors import PLNLPError
 from plnlp_core.evaluation import evaluate
-from plnlp_core.fitting import fit
+from plnlp_core.experiment import prepare_experiment, run_experiment
 from plnlp_core.heuristics import HEURISTICS, heuristic_metrics
 from plnlp_core.ogb_reader import load_ogb
 from plnlp_core.random_walk import random_walk_pairs, walk_starts
@@ -301,10 +299,8 @@ def bench_training(workload: Workload, split: LinkSplit, device: torch.device,
     one evaluation, and the memory they take."""
     config = preset_config(workload)
     config = config.replace(precision=resolve_precision(config.precision, device))
-    torch.manual_seed(config.seed)
-    walks = build_walk_rounds(split, config) if config.uses_random_walk else None
-    graph = build_training_graph(split, config, walks).to(device)
-    model = build_model(config, split.info, split.num_nodes).to(device)
+    experiment = prepare_experiment(config, split)
+    graph, model = experiment.graph.to(device), experiment.model.to(device)
     x = None if split.x is None else split.x.to(device)
     positives, weights = graph.epoch_positives(1)
     sampler = build_sampler(config, split, graph, device)
@@ -454,11 +450,9 @@ def median_fit_epoch(config: PLNLPConfig, split: LinkSplit) -> float:
     """The median wall time between the ends of ``fit``'s epochs, evaluation included."""
     from components.tracking import median_interval  # MLflow's module: the pipeline part only
 
-    torch.manual_seed(config.seed)
-    model = build_model(config, split.info, split.num_nodes)
     ends: list[float] = []
-    fit(model, config, split, build_training_graph(split, config),
-        on_epoch=lambda result: ends.append(time.perf_counter()))
+    run_experiment(prepare_experiment(config, split),
+                   on_epoch=lambda result: ends.append(time.perf_counter()))
     return median_interval(ends)
 
 

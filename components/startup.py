@@ -16,7 +16,7 @@ PHASES = (
     ("augment", "augment"),            # -> random walks at hand (none: 0)
     ("workers", "workers"),            # -> the Train worker entered its function
     ("read_split", "split"),           # -> the split read into the worker
-    ("adjacency", "adjacency"),        # -> message-passing adjacency and positives built
+    ("experiment", "graph and model"),  # -> training graph and model built
     ("model", "model"),                # -> model on its device, checkpoint restored
     ("first_epoch", "first epoch"),    # -> the first epoch trained and evaluated
 )

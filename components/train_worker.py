@@ -7,7 +7,6 @@ from pathlib import Path
 
 import ray.train
 import ray.train.torch
-import torch
 import torch.distributed as dist
 
 from components.checkpoints import (
@@ -23,11 +22,9 @@ from components.stage_cache import local_entry
 from components.startup import mark
 from components.storage import location
 from components.walk_rounds import ParquetWalkRounds
-from plnlp_core.assembly import build_input_adjacency, build_model, training_positives
 from plnlp_core.config import PLNLPConfig
+from plnlp_core.experiment import prepare_experiment, run_experiment
 from plnlp_core.fit_state import FitState
-from plnlp_core.fitting import fit
-from plnlp_core.graph import TrainingGraph
 
 
 def train_worker(loop_config: dict) -> None:
@@ -50,16 +47,12 @@ def train_worker(loop_config: dict) -> None:
     dataset_dir = local_entry(loop_config["dataset_dir"])  # this node's copy, if in a store
     split = read_split(dataset_dir)
     mark("read_split", startup)
-    adj, degree = build_input_adjacency(split, config)
-    positives, weights = training_positives(split, config)
     walks = loop_config["walks"]
     rounds = None if walks is None else ParquetWalkRounds(
         dataclasses.replace(walks, directory=str(local_entry(walks.directory))), rank, world_size)
-    graph = TrainingGraph(adj, degree, positives[rank::world_size],
-                          None if weights is None else weights[rank::world_size], rounds)
-    mark("adjacency", startup)
-    torch.manual_seed(config.seed)
-    model = ray.train.torch.prepare_model(build_model(config, split.info, split.num_nodes))
+    experiment = prepare_experiment(config, split, rounds, rank, world_size)
+    mark("experiment", startup)
+    experiment.model = ray.train.torch.prepare_model(experiment.model)
     checkpoint, delivered, stale = latest_checkpoint(world_size)
     resume, history, epoch_ends = _restore(checkpoint, rank)
     if world_size > 1:
@@ -73,11 +66,11 @@ def train_worker(loop_config: dict) -> None:
                              startup if rank == 0 and resume is None else None, epoch_ends)
     if resume is not None:
         reporter.restarted(resume.epoch, delivered)
-    result = fit(model, config, split, graph, world_size, rank, on_epoch=reporter,
-                 resume=resume)
+    result = run_experiment(experiment, on_epoch=reporter, resume=resume)
     export_dir = loop_config.get("export_dir")
     if rank == 0 and export_dir is not None:
-        export_best(model, result.best_state, result.best_metrics, split, adj, config,
+        export_best(experiment.model, result.best_state, result.best_metrics, split,
+                    experiment.graph.adj, config,
                     read_node_ids(dataset_dir, split.num_nodes), location(export_dir))
 
 

@@ -105,11 +105,16 @@ def build_input_adjacency(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor
 
 def build_training_graph(
     split: LinkSplit, config: PLNLPConfig, walks: WalkRounds | None = None,
+    rank: int = 0, world_size: int = 1,
 ) -> TrainingGraph:
-    """Message-passing adjacency over the observed edges, the positives of
+    """Message-passing adjacency over the observed edges, worker ``rank``'s
+    share (rows ``rank::world_size``) of the positives of
     :func:`training_positives`, and the random-walk rounds ``walks``."""
     adj, degree = build_input_adjacency(split, config)
-    return TrainingGraph(adj, degree, *training_positives(split, config), walks)
+    positives, weights = training_positives(split, config)
+    shard = slice(rank, None, world_size)
+    return TrainingGraph(adj, degree, positives[shard],
+                         None if weights is None else weights[shard], walks)
 
 
 def training_positives(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor, Tensor | None]:

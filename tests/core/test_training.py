@@ -5,6 +5,7 @@ import torch
 from plnlp_core.assembly import build_model, build_training_graph
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.evaluation import evaluate
+from plnlp_core.experiment import prepare_experiment, run_experiment
 from plnlp_core.fitting import fit
 from plnlp_core.losses import LOSSES
 from plnlp_core.training import PairBatch, StepOptions, draw_batch, train_step
@@ -16,10 +17,8 @@ SMALL = dict(embedding_dim=16, hidden_channels=16, predictor_hidden=16, epochs=8
 def small_fit(split, **changes):
     config = PLNLPConfig.from_mapping({**SMALL, **changes})
     config.validate()
-    torch.manual_seed(config.seed)
-    model = build_model(config, split.info, split.num_nodes)
-    graph = build_training_graph(split, config)
-    return model, config, fit(model, config, split, graph)
+    experiment = prepare_experiment(config, split)
+    return experiment.model, config, run_experiment(experiment)
 
 
 def test_fit_lowers_the_training_loss_on_the_standin(ddi_standin_split):

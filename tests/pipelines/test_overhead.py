@@ -2,7 +2,6 @@
 import time
 
 import pytest
-import torch
 from mlflow.tracking import MlflowClient
 
 from components.startup import PHASES
@@ -10,9 +9,8 @@ from components.tracking import median_epoch_interval, median_interval
 from pipelines.arguments import parse_args
 from pipelines.plan import plan_run
 from pipelines.run import main
-from plnlp_core.assembly import build_model, build_training_graph
 from plnlp_core.datasets import DATASETS
-from plnlp_core.fitting import fit
+from plnlp_core.experiment import prepare_experiment, run_experiment
 from plnlp_core.ogb_reader import load_ogb
 
 pytestmark = pytest.mark.slow
@@ -36,10 +34,9 @@ def test_the_pipelines_median_epoch_is_within_half_a_second_of_fits(
 
     config = plan_run(parse_args(argv)).config
     split = load_ogb(DATASETS.get("ddi"), ddi_root)
-    torch.manual_seed(config.seed)
     ends: list[float] = []
-    fit(build_model(config, split.info, split.num_nodes), config, split,
-        build_training_graph(split, config), on_epoch=lambda _: ends.append(time.perf_counter()))
+    run_experiment(prepare_experiment(config, split),
+                   on_epoch=lambda _: ends.append(time.perf_counter()))
     fit_s = median_interval(ends)
     print(f"median epoch: pipeline {pipeline_s:.3f} s, fit {fit_s:.3f} s")
     assert pipeline_s - fit_s <= 0.5
