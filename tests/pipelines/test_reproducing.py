@@ -12,10 +12,13 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "reproducing.md"
 
 
 def preset_tables() -> dict[tuple[str, str], dict[str, object]]:
-    """(dataset, preset) to {setting: value} from each dataset's table."""
+    """(dataset, preset) to {setting: value} from each dataset's table: the
+    sections headed ``## ogbl-<dataset>``, each up to the next ``## ``."""
     tables = {}
-    for section in re.split(r"^## ogbl-", DOC.read_text(), flags=re.M)[1:]:
-        dataset = section.split()[0]
+    for section in re.split(r"^## ", DOC.read_text(), flags=re.M)[1:]:
+        if not section.startswith("ogbl-"):
+            continue
+        dataset = section.removeprefix("ogbl-").split()[0]
         header = next(line for line in section.splitlines() if line.startswith("| setting"))
         preset = re.search(r"`(\w+)` preset", header).group(1)
         rows = {}
