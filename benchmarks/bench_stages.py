@@ -26,8 +26,8 @@ import pyarrow.parquet as pq
 import ray
 
 from components.augment import augment
-from components.evaluate import evaluate_checkpoint
 from components.load import load_dataset
+from components.model_export import evaluate_and_export
 from components.parquet_io import PAIR_TABLES
 from components.startup import startup_phases
 from components.train import train
@@ -140,9 +140,9 @@ def run_stages(args: argparse.Namespace, data_root: Path, work: Path) -> list[di
            before_first_batch=startup_phases({"augment": called, **trained.startup}))
     rows[-1]["rows_per_s"] = batches * config.batch_size / batch_seconds
 
-    seconds, _ = measure(peaks, "evaluate", lambda: ray.get(evaluate_checkpoint.remote(
-        dataset, trained, config)))
-    record("evaluate", seconds, parquet_rows(split_dir, PAIR_TABLES), "pairs scored")
+    seconds, _ = measure(peaks, "evaluate", lambda: ray.get(evaluate_and_export.remote(
+        dataset, trained, config, str(work / "evaluated"))))
+    record("evaluate+export", seconds, parquet_rows(split_dir, PAIR_TABLES), "pairs scored")
     peaks.stop()
     return rows
 

@@ -1,5 +1,6 @@
 """Stage ``evaluate``: OGB's Evaluator (AUC and Hits@K for own graphs) on
-the best checkpoint, or on a classic heuristic's scores."""
+the best checkpoint (see :func:`components.final_export.finish`), or on a
+classic heuristic's scores."""
 import ray
 import torch
 from torch import Tensor
@@ -19,25 +20,14 @@ from plnlp_core.nn import PLNLPModel
 from plnlp_core.training import resolve_precision, set_matmul_precision
 
 
-@ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
-def evaluate_checkpoint(
-    dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig,
-) -> dict[str, float]:
-    """Validation and test metrics of the best checkpoint, keyed
-    ``final_<split>_<metric>`` (e.g. ``final_test_hits_20``), computed on
-    the GPU when the task was granted one (``.options(num_gpus=...)``)."""
-    return final_metrics(*load_trained(dataset, trained, config), config)
-
-
 def final_metrics(
     split: LinkSplit, model: PLNLPModel, adj: Tensor, config: PLNLPConfig,
 ) -> dict[str, float]:
     """``model``'s validation and test metrics over its input graph ``adj``,
-    keyed ``final_<split>_<metric>``."""
+    keyed ``<split>_<metric>`` (e.g. ``test_hits_20``)."""
     splits = {"valid": (split.valid_pos, split.valid_neg), "test": (split.test_pos, split.test_neg)}
     x = None if split.x is None else split.x.to(adj.device)
-    metrics = evaluate(model, split.info, x, adj, splits, config.eval_batch_size)
-    return {f"final_{key}": value for key, value in metrics.items()}
+    return evaluate(model, split.info, x, adj, splits, config.eval_batch_size)
 
 
 def load_trained(
@@ -62,7 +52,7 @@ def evaluate_heuristic(
 ) -> dict[str, float]:
     """Validation and test metrics of the heuristic ``name`` (``cn``, ``aa``,
     ``ra``) over the graph training starts from (``config``'s observed
-    edges), keyed as :func:`evaluate_checkpoint`'s."""
+    edges), keyed ``final_<split>_<metric>`` as a trained model's."""
     split = read_split(local_entry(dataset.directory))
     edges, _ = input_edges(split, config)
     metrics = heuristic_metrics(name, split, edges)

@@ -11,7 +11,8 @@ process, import torch and read the split again (6.5 s of a 44 s ddi
 there: the same state, graph and evaluation an evaluation of the
 checkpoint would run (``tests/components/test_stages.py`` checks that the two
 agree). The kubeflow pipeline's separate evaluate step writes the same
-files from the checkpoint (:func:`components.model_export.evaluate_and_export`).
+files from the checkpoint (:func:`components.model_export.evaluate_and_export`);
+both go through :func:`finish`.
 
 :data:`FINAL_FILE` is written last, so its presence means the scorer is
 whole; :func:`clear_final` removes an earlier attempt's before training.
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from torch import Tensor, nn
 
+from components.evaluate import final_metrics
 from components.storage import Location, location, node_scratch_dir
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import LinkSplit
@@ -34,20 +36,32 @@ FINAL_FILE = "final.json"
 SCORER_DIR = "scorer"
 
 
+def finish(
+    model: nn.Module, split: LinkSplit, adj: Tensor, config: PLNLPConfig, node_ids: NodeIds,
+    directory: "str | Path | Location", metrics: dict[str, float] | None = None,
+) -> dict[str, float]:
+    """The run's finish, the same for the main job and the kubeflow
+    pipeline: ``model``'s ``final_*`` metrics (its best epoch's evaluation
+    ``metrics`` when the caller has them, else evaluated here over ``adj``)
+    and its scorer encoded over ``adj``, written into ``directory`` by
+    :func:`write_final`. Returns the metrics."""
+    evaluated = final_metrics(split, model, adj, config) if metrics is None else metrics
+    final = {f"final_{key}": value for key, value in evaluated.items()}
+    write_final(directory, final, LinkScorer.encode(model, split, adj, config, node_ids))
+    return final
+
+
 def export_best(
     model: nn.Module, best_state: dict[str, Tensor], best_metrics: dict[str, float],
     split: LinkSplit, adj: Tensor, config: PLNLPConfig, node_ids: NodeIds,
     directory: "str | Path | Location",
 ) -> None:
-    """Loads ``best_state`` into ``model`` (unwrapping DDP), encodes its
-    scorer over ``adj`` on the model's device and writes it, with
-    ``best_metrics`` as the ``final_*`` metrics, into ``directory``."""
+    r"""Loads ``best_state`` into ``model`` (unwrapping DDP) and
+    :func:`finish`\ es it on the model's device with ``best_metrics``."""
     core = unwrap(model)
     core.load_state_dict(best_state)
     device = next(core.parameters()).device
-    scorer = LinkScorer.encode(core, split, adj.to(device), config, node_ids)
-    write_final(directory, {f"final_{key}": value for key, value in best_metrics.items()},
-                scorer)
+    finish(core, split, adj.to(device), config, node_ids, directory, best_metrics)
 
 
 def write_final(directory: "str | Path | Location", final: dict[str, float],

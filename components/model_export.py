@@ -19,13 +19,12 @@ from mlflow.types.schema import AnyType
 import components.served_model
 import plnlp_core
 from components.artifacts import DatasetArtifact, TrainArtifact
-from components.evaluate import final_metrics, load_trained
-from components.final_export import write_final
+from components.evaluate import load_trained
+from components.final_export import finish
 from components.parquet_io import read_node_ids
 from components.scheduling import ANYWHERE
 from components.stage_cache import local_entry
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.link_scorer import LinkScorer
 
 MODEL_ARTIFACT = "model"
 REQUIREMENTS = ("torch", "torch-geometric", "ogb", "pyarrow", "pandas", "scipy")
@@ -47,11 +46,10 @@ def evaluate_and_export(
     """The best checkpoint's ``final_*`` metrics (the evaluate stage) and
     its :class:`LinkScorer`, from one reading of the split and the
     checkpoint, written into ``directory`` (storage the driver sees) by
-    :func:`components.final_export.write_final`."""
+    :func:`components.final_export.finish`."""
     split, model, adj = load_trained(dataset, trained, config)
-    final = final_metrics(split, model, adj, config)
     node_ids = read_node_ids(local_entry(dataset.directory), dataset.meta.num_nodes)
-    write_final(directory, final, LinkScorer.encode(model, split, adj, config, node_ids))
+    finish(model, split, adj, config, node_ids, directory)
 
 
 def logged_model_uri(run_id: str) -> str | None:
