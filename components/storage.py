@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import pyarrow.fs as pafs
 
 from plnlp_core.errors import PLNLPError
+from plnlp_core.publishing import written_file
 
 
 class Location:
@@ -105,9 +106,8 @@ class Location:
         if self.is_local:
             path = self.local_path()
             path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
-            partial.write_text(text)
-            os.replace(partial, path)
+            with written_file(path) as scratch:
+                scratch.write_text(text)
             return
         with self.filesystem.open_output_stream(self.path) as stream:
             stream.write(text.encode())

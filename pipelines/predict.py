@@ -11,7 +11,6 @@ its run's evaluation computed them and as ``mlflow models serve`` answers.
 Output is written whole or not at all.
 """
 import argparse
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ import pyarrow.parquet as pq
 
 from pipelines.process_exit import skip_final_collection
 from plnlp_core.errors import PLNLPError
+from plnlp_core.publishing import written_file
 
 FORMATS = (".csv", ".parquet")
 
@@ -87,7 +87,7 @@ def score_pairs(scorer: object, pairs: pa.Table, out: Path) -> str:
     start = time.perf_counter()
     positions = scorer.pairs_of(pairs.column("src"), pairs.column("dst"))
     scores = scorer.score(positions)
-    with written(out) as scratch:
+    with written_file(out) as scratch:
         write_table(pairs.append_column("score", pa.array(scores.double().numpy())), scratch)
     seconds = time.perf_counter() - start
     return (f"scored {len(pairs):,} pairs in {seconds:.2f} s "
@@ -103,7 +103,7 @@ def recommend(scorer: object, k: int, nodes: str | None, out: Path) -> str:
         scorer.node_ids.positions(node_list(nodes), "--for node id")
     start, rows = time.perf_counter(), 0
     progress = Progress(sources.numel(), "nodes")
-    with written(out) as scratch, table_writer(scratch) as write:
+    with written_file(out) as scratch, table_writer(scratch) as write:
         for found in scorer.recommend(sources, k, progress.advance):
             write(pa.table({"src": scorer.node_ids.of(found.source),
                             "dst": scorer.node_ids.of(found.candidate),
@@ -146,18 +146,6 @@ class Progress:
         eta = (now - self.start) / self.done * (self.total - self.done)
         print(f"{self.done:,}/{self.total:,} {self.unit} ({self.done / self.total:.0%}), "
               f"ETA {eta:.0f} s", file=sys.stderr, flush=True)
-
-
-@contextmanager
-def written(out: Path) -> Iterator[Path]:
-    """A scratch file beside ``out`` that becomes ``out`` only when the
-    block ends without an error (no half-written output)."""
-    scratch = out.with_name(f".{out.name}.partial{out.suffix}")
-    try:
-        yield scratch
-        os.replace(scratch, out)
-    finally:
-        scratch.unlink(missing_ok=True)
 
 
 def write_table(table: pa.Table, path: Path) -> None:

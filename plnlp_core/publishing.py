@@ -1,13 +1,15 @@
-"""Publishing a folder atomically: it is written in a scratch folder beside
-its final place, ``[.]<name>.partial-<host>-<pid>-<random>``, and renamed into
-place once complete, so a half-written folder is never visible under its
-final name. Of two processes publishing one folder at once, the one that
-renames second discards its copy and takes the winner's."""
+"""Every atomic write of the project: a folder (:func:`publish`) or a file
+(:func:`written_file`) is written in a scratch place beside its final one,
+``[.]<name>.partial-<host>-<pid>-<random>``, and renamed into place once
+complete, so a half-written folder or file is never visible under its final
+name. Of two processes publishing one folder at once, the one that renames
+second discards its copy and takes the winner's."""
 import os
 import shutil
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 PARTIAL = ".partial-"
@@ -45,6 +47,19 @@ def publish(final: Path, write: Callable[[Path], object], hidden: bool = True,
         return True
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextmanager
+def written_file(final: Path) -> Iterator[Path]:
+    """A scratch file beside ``final``, with ``final``'s suffix (writers
+    choose their format by it), that becomes ``final`` only when the block
+    ends without an error; otherwise it is removed."""
+    scratch = final.with_name(f".{final.stem}{PARTIAL}{owner_id()}{final.suffix}")
+    try:
+        yield scratch
+        os.replace(scratch, final)
+    finally:
+        scratch.unlink(missing_ok=True)
 
 
 def scratch_path(final: Path, marker: str = PARTIAL, hidden: bool = True) -> Path:
