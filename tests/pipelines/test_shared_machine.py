@@ -27,7 +27,7 @@ HEAD_PORTS = ("--port", "--dashboard-port", "--ray-client-server-port",
 @pytest.fixture(scope="module")
 def other_head(tmp_path_factory):
     """Another user's ``ray start --head`` with one CPU, every port free
-    (as the README's shared-machine steps start one); its dashboard URL."""
+    (as docs/cluster.md's shared-machine steps start one); its dashboard URL."""
     folder = tmp_path_factory.mktemp("other-head")
     ports = {flag: free_port() for flag in HEAD_PORTS}
     argv = ["ray", "start", "--head", "--block", "--num-cpus", "1", "--disable-usage-stats",
