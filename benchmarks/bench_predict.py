@@ -19,15 +19,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
 
 import mlflow
 import pandas as pd
-import psutil
 import torch
+from timing import MIB, PeakMemory, timed
 
 from components.model_export import log_link_model, logged_model_uri
 from pipelines.settings import load_preset
@@ -40,10 +39,10 @@ from plnlp_core.ogb_reader import load_ogb
 from plnlp_core.standins import cached_standin
 
 REPO = Path(__file__).resolve().parents[1]
-MIB = 2**20
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (see the module)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="ddi", help=", ".join(DATASETS.names))
     parser.add_argument("--preset", default="paper", help="pipelines/presets/<dataset>.yaml")
@@ -67,9 +66,8 @@ def logged_model(args: argparse.Namespace, work: Path) -> tuple[str, int, float]
     torch.manual_seed(0)
     model = build_model(config, info, split.num_nodes)
     adj, _ = build_input_adjacency(split, config)
-    start = time.perf_counter()
-    scorer = LinkScorer.encode(model, split, adj, config, NodeIds(split.num_nodes))
-    encode_s = time.perf_counter() - start
+    encode_s, scorer = timed(lambda: LinkScorer.encode(model, split, adj, config,
+                                                        NodeIds(split.num_nodes)))
     scorer.save(work / "scorer")
     with mlflow.start_run() as run:
         log_link_model(work / "scorer", "long")
@@ -78,27 +76,13 @@ def logged_model(args: argparse.Namespace, work: Path) -> tuple[str, int, float]
 
 def predict(argv: list[str], env: dict[str, str]) -> tuple[str, float, float]:
     """Runs ``pipelines/predict.py``; its summary line, seconds and peak RSS in MiB."""
-    start, peak = time.perf_counter(), 0
-    process = psutil.Popen([sys.executable, str(REPO / "pipelines" / "predict.py"), *argv],
-                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    done = threading.Event()
-
-    def watch() -> None:
-        nonlocal peak
-        while not done.wait(0.2):
-            try:
-                peak = max(peak, process.memory_info().rss)
-            except psutil.NoSuchProcess:
-                return
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    out, err = process.communicate()
-    done.set()
-    watcher.join()
+    process = subprocess.Popen([sys.executable, str(REPO / "pipelines" / "predict.py"), *argv],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with PeakMemory(pid=process.pid, interval=0.2) as memory:
+        seconds, (out, err) = timed(process.communicate)
     if process.returncode != 0:
         raise SystemExit(f"predict.py failed:\n{err[-3000:]}")
-    return out.strip().splitlines()[-1], time.perf_counter() - start, peak / MIB
+    return out.strip().splitlines()[-1], seconds, memory.rss / MIB
 
 
 def served_pairs_per_second(uri: str, pairs: pd.DataFrame, env: dict[str, str]) -> float:
@@ -111,21 +95,23 @@ def served_pairs_per_second(uri: str, pairs: pd.DataFrame, env: dict[str, str]) 
     try:
         wait_until_up(f"http://127.0.0.1:{port}/ping")
         body = json.dumps({"dataframe_split": pairs.to_dict(orient="split")}).encode()
-        seconds = []
-        for _ in range(3):
-            request = urllib.request.Request(f"http://127.0.0.1:{port}/invocations", data=body,
-                                             headers={"Content-Type": "application/json"})
-            start = time.perf_counter()
-            with urllib.request.urlopen(request, timeout=600) as response:
-                response.read()
-            seconds.append(time.perf_counter() - start)
+        url = f"http://127.0.0.1:{port}/invocations"
+        seconds = [timed(lambda: post_json(url, body))[0] for _ in range(3)]
         return len(pairs) / statistics.median(seconds)
     finally:
         os.killpg(server.pid, 9)
         server.wait()
 
 
+def post_json(url: str, body: bytes) -> bytes:
+    """The answer to a JSON ``body`` posted to ``url``."""
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=600) as response:
+        return response.read()
+
+
 def wait_until_up(url: str, timeout: float = 600) -> None:
+    """Returns once ``url`` answers; exits after ``timeout`` seconds without an answer."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -137,6 +123,7 @@ def wait_until_up(url: str, timeout: float = 600) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Logs the model, then times predict.py, the server and a top-K table."""
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-predict-") as scratch:
         work = Path(scratch)
