@@ -24,6 +24,8 @@ from pathlib import Path
 import psutil
 import pyarrow.parquet as pq
 import ray
+from tables import format_rows
+from timing import timed
 
 from components.augment import augment
 from components.load import load_dataset
@@ -42,6 +44,7 @@ GIB = 2**30
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (see the module)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="ppa", help=", ".join(DATASETS.names))
     parser.add_argument("--preset", default="paper", help="pipelines/presets/<dataset>.yaml")
@@ -83,6 +86,7 @@ class MemoryPeaks:
             self.peaks[self.stage] = max(self.peaks.get(self.stage, 0), total)
 
     def stop(self) -> None:
+        """Ends the sampling."""
         self._stop.set()
         self._thread.join()
 
@@ -90,18 +94,18 @@ class MemoryPeaks:
 def measure(peaks: MemoryPeaks, stage: str, fn: Callable[[], object]) -> tuple[float, object]:
     """Seconds ``fn`` takes, its peak memory recorded under ``stage``."""
     peaks.stage = stage
-    start = time.perf_counter()
-    result = fn()
-    seconds = time.perf_counter() - start
+    seconds, result = timed(fn)
     time.sleep(2 * peaks.interval)  # one more sample of the stage's end
     return seconds, result
 
 
 def parquet_rows(directory: Path, names: tuple[str, ...]) -> int:
+    """The rows of the Parquet tables ``names`` in ``directory``, read from their footers."""
     return sum(pq.ParquetFile(directory / f"{name}.parquet").metadata.num_rows for name in names)
 
 
 def run_stages(args: argparse.Namespace, data_root: Path, work: Path) -> list[dict]:
+    """Runs load, augment, train and evaluate+export in ``work``; one row of figures each."""
     config = PLNLPConfig.from_mapping({**load_preset(args.dataset, args.preset),
                                        "dataset": args.dataset})
     config.validate()
@@ -148,24 +152,19 @@ def run_stages(args: argparse.Namespace, data_root: Path, work: Path) -> list[di
 
 
 def format_table(rows: list[dict]) -> str:
-    lines = [["stage", "seconds", "peak GiB", "rows", "rows/s", "rows are"]]
-    for row in rows:
-        lines.append([row["stage"], f"{row['seconds']:.1f}", f"{row['peak_gib']:.2f}",
-                      f"{row['rows']:,}", f"{row['rows_per_s']:,.0f}", row["unit"]])
-    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
-    return "\n".join("  ".join(cell.ljust(w) if i in (0, 5) else cell.rjust(w)
-                               for i, (cell, w) in enumerate(zip(line, widths, strict=True)))
-                     for line in lines)
+    """One line a stage: seconds, peak memory, rows and rows per second."""
+    return format_rows(["stage", "seconds", "peak GiB", "rows", "rows/s", "rows are"], [
+        [row["stage"], f"{row['seconds']:.1f}", f"{row['peak_gib']:.2f}", f"{row['rows']:,}",
+         f"{row['rows_per_s']:,.0f}", row["unit"]] for row in rows], left=(0, 5))
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs the stages on a local Ray and prints their table."""
     args = parse_args(argv)
     try:
         DATASETS.get(args.dataset)
-        start = time.perf_counter()
-        data_root = (resolve_data_root(args.data_root) if args.data_root
-                     else cached_standin(args.dataset, args.size))
-        prepare_s = time.perf_counter() - start
+        prepare_s, data_root = timed(lambda: resolve_data_root(args.data_root) if args.data_root
+                                     else cached_standin(args.dataset, args.size))
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
