@@ -29,6 +29,7 @@ from pathlib import Path
 
 import mlflow
 import torch
+from timing import timed
 
 from components.checkpoints import write_checkpoint
 from components.storage import Location, location
@@ -44,6 +45,7 @@ KEYS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench-secret",
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (see the module)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=5, help="smoke epochs per run")
     parser.add_argument("--endpoint", help="an S3 endpoint to use instead of moto's")
@@ -80,6 +82,7 @@ def s3_endpoint(endpoint: str | None) -> Iterator[str]:
 
 
 def make_bucket(name: str) -> None:
+    """Creates the bucket ``name`` unless it exists."""
     import boto3
 
     client = boto3.client("s3")
@@ -98,8 +101,8 @@ def pipeline_run(work_dir: str, epochs: int, data_root: str, folder: Path) -> di
                "--preset", "smoke", "--set", f"epochs={epochs}", "--experiment", experiment,
                "--data-root", data_root, "--work-dir", work_dir, "--cpus-per-worker", "2"]
     for _ in range(2):
-        started = time.perf_counter()
-        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        seconds, done = timed(lambda: subprocess.run(command, env=env, capture_output=True,
+                                                     text=True, check=False))
         if done.returncode != 0:
             raise SystemExit(f"the run with --work-dir {work_dir} failed: "
                              f"{done.stderr.strip()[-800:]}")
@@ -109,7 +112,7 @@ def pipeline_run(work_dir: str, epochs: int, data_root: str, folder: Path) -> di
     epochs_s = [m.value for m in client.get_metric_history(run.info.run_id, "epoch_seconds")]
     return {**{key.removeprefix("startup_").removesuffix("_s"): value
                for key, value in run.data.metrics.items() if key.startswith("startup_")},
-            "epoch": sum(epochs_s) / len(epochs_s), "command": time.perf_counter() - started}
+            "epoch": sum(epochs_s) / len(epochs_s), "command": seconds}
 
 
 def paper_checkpoint(folder: Path) -> int:
@@ -133,18 +136,14 @@ def copy_seconds(source: Path, work: Location, scratch: Path) -> tuple[float, fl
     """Seconds to copy the folder ``source`` into ``work`` and back."""
     target = work / "checkpoint"
     target.remove()
-    started = time.perf_counter()
-    if work.is_local:
-        shutil.copytree(source, target.local_path())
-    else:
-        target.upload(source)
-    written = time.perf_counter() - started
-    started = time.perf_counter()
-    target.download(scratch / f"back-{time.monotonic_ns()}")
-    return written, time.perf_counter() - started
+    written, _ = timed(lambda: shutil.copytree(source, target.local_path()) if work.is_local
+                       else target.upload(source))
+    read, _ = timed(lambda: target.download(scratch / f"back-{time.monotonic_ns()}"))
+    return written, read
 
 
 def table(rows: dict[str, dict[str, float]], keys: list[str]) -> str:
+    """A Markdown table: one row per key, one column per entry of ``rows``."""
     names = list(rows)
     lines = ["| | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(names)]
     lines += [f"| {key} | " + " | ".join(f"{rows[name].get(key, float('nan')):.2f}"
@@ -153,6 +152,7 @@ def table(rows: dict[str, dict[str, float]], keys: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Times the pipeline and a checkpoint with a local and an S3 work folder."""
     args = parse_args(argv)
     data_root = str(resolve_data_root(args.data_root).resolve())
     with s3_endpoint(args.endpoint) as endpoint, \
