@@ -26,7 +26,6 @@ import argparse
 import json
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,8 @@ import networkx as nx
 import numpy as np
 import torch
 import yaml
+from tables import format_rows
+from timing import timed
 
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.datasets import LinkSplit
@@ -273,9 +274,8 @@ def run_plnlp(split: LinkSplit, settings: dict[str, object],
     evaluation took, and that epoch."""
     config = PLNLPConfig.from_mapping({**settings, "seed": seed})
     config._validate_against(split.info)
-    start = time.perf_counter()
-    result = run_experiment(prepare_experiment(config, split))
-    return result.best_metrics, time.perf_counter() - start, result.best_epoch
+    seconds, result = timed(lambda: run_experiment(prepare_experiment(config, split)))
+    return result.best_metrics, seconds, result.best_epoch
 
 
 @dataclass
@@ -352,10 +352,7 @@ def table(results: list[GraphResult]) -> str:
                      *(mean_std(r.test_auc[m]) for m in methods),
                      *(f"{np.mean(r.test_auc[m]) - best:+.3f}" for m in methods),
                      *(f"{np.mean(r.seconds[m]):.1f}" for m in methods)])
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(cell.rjust(w) if i else cell.ljust(w)
-                       for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
-             for row in [header, *rows]]
+    lines = format_rows(header, rows).splitlines()
     lines.insert(1, "-" * len(lines[0]))
     for m in methods:
         wins = sum(np.mean(r.test_auc[m]) > max(np.mean(r.test_auc[h]) for h in HEURISTIC_NAMES)
