@@ -2,8 +2,9 @@
 impossible ones before any work starts."""
 import dataclasses
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from plnlp_core.datasets import DATASETS, DatasetInfo
 from plnlp_core.errors import PLNLPError
@@ -128,6 +129,19 @@ class PLNLPConfig:
     @property
     def uses_random_walk(self) -> bool:
         return self.walk_length > 0
+
+    def shaping_settings(self, heuristic: bool = False,
+                         open_choices: Collection[str] = ()) -> dict[str, object]:
+        """The settings that shape a run of this config: a heuristic's graph
+        (:data:`GRAPH_SETTINGS`), or for PLNLP every setting but those of the
+        parts the config leaves out (:data:`PARTS`). A part stays when one
+        of its choices is in ``open_choices`` (the settings a sweep
+        searches, which each trial chooses)."""
+        if heuristic:
+            return {key: getattr(self, key) for key in GRAPH_SETTINGS}
+        unused = {key for part in PARTS if part.left_out(self)
+                  and not set(part.choices) & set(open_choices) for key in part.settings}
+        return {key: value for key, value in self.to_dict().items() if key not in unused}
 
     def validate(self, info: DatasetInfo | None = None) -> DatasetInfo:
         """Refuses impossible settings with one sentence; returns the
@@ -312,6 +326,63 @@ other values of."""
 NCN_SETTINGS = {key: EDGE_LEVEL_SETTINGS[key] for key in EDGE_LEVEL_SETTINGS
                 if key.startswith("ncn_")}
 """The settings of ``predictor: ncn``, refused with ``predictor: mlp``."""
+
+
+GRAPH_SETTINGS = ("dataset", "valid_as_input", "min_train_year")
+"""The settings of the observed graph a model starts from: all that a
+heuristic reads."""
+
+LAYERLESS_PREDICTORS = ("dot", "bilinear")
+"""Node-level predictors without hidden layers, which ignore the
+``predictor_hidden``, ``predictor_layers`` and ``predictor_dropout`` settings."""
+
+ENCODER_SETTINGS = ("hidden_channels", "encoder_layers", "dropout", "activate_last_layer",
+                    "encoder_residual", "encoder_layer_norm", "encoder_edge_dropout")
+"""The settings of the encoder's layers, which ``encoder: none`` has none of."""
+
+
+class Part(NamedTuple):
+    """A part of the method a config may leave out, and the settings that
+    only it reads.
+
+    Attributes:
+        choices (tuple): The settings that choose whether it is in.
+        settings (tuple): Its own settings.
+        left_out (callable): Whether a config leaves it out.
+    """
+
+    choices: tuple[str, ...]
+    settings: tuple[str, ...]
+    left_out: Callable[[PLNLPConfig], bool]
+
+
+PARTS = (
+    Part(("walk_length",), ("walk_starts", "walk_rounds", "walk_positives"),
+         lambda c: not c.uses_random_walk),
+    Part(("node_input",), ("feature_categories",), lambda c: c.node_input == "embedding"),
+    Part(("node_input", "feature_categories"), ("embedding_dim", "embedding_init"),
+         lambda c: c.node_input == "features" and c.feature_categories is None),
+    Part(("encoder",), ENCODER_SETTINGS, lambda c: c.encoder == "none"),
+    Part(("encoder",), ("activate_last_layer", "encoder_layer_norm"),
+         lambda c: c.encoder in WEIGHT_FREE_ENCODERS),
+    Part(("encoder",), ("encoder_edge_dropout",),
+         lambda c: c.encoder not in EDGE_DROPPING_ENCODERS),
+    Part(("encoder_level",), tuple(EDGE_LEVEL_SETTINGS), lambda c: c.encoder_level == "node"),
+    Part(("predictor",), tuple(NCN_SETTINGS), lambda c: c.predictor != "ncn"),
+    Part(("predictor",), ("edge_counts", "edge_path_length"), lambda c: c.predictor != "mlp"),
+    Part(("predictor",), ("predictor_hidden", "predictor_dropout"),
+         lambda c: c.predictor in LAYERLESS_PREDICTORS),
+    Part(("predictor",), ("predictor_layers",),
+         lambda c: c.predictor in (*LAYERLESS_PREDICTORS, "ncn")),
+    Part(("loss",), ("edge_margin",), lambda c: c.loss not in WEIGHTED_LOSSES),
+    Part(("sampler",), ("degree_power",), lambda c: c.sampler != "local"),
+    Part(("sampler",), ("candidate_pool",), lambda c: not SAMPLERS.get(c.sampler).guided),
+    Part(("sampler",), ("generator_dim", "generator_lr"), lambda c: c.sampler != "adversarial"),
+)
+"""The parts a config may leave out (random walks, an embedding, the
+encoder's layers, the edge level, NCN, the edge MLP's counts, a predictor's
+MLP, weighted margins, a sampler's own settings): a run that leaves a part
+out logs none of its settings."""
 
 
 def _check_choice(key: str, value: str, choices: tuple[str, ...]) -> None:

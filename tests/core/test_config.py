@@ -136,3 +136,38 @@ def test_validate_refuses_min_train_year_on_a_dataset_without_years():
 def test_to_dict_round_trips_through_from_mapping():
     config = PLNLPConfig(encoder="gcn", num_neg=3, dropout=0.5)
     assert PLNLPConfig.from_mapping(config.to_dict()) == config
+
+
+def test_a_heuristic_is_shaped_by_its_graph_settings_alone():
+    config = PLNLPConfig(dataset="collab", embedding_dim=512, epochs=500, valid_as_input=True)
+    assert config.shaping_settings(heuristic=True) == {
+        "dataset": "collab", "valid_as_input": True, "min_train_year": None}
+
+
+def test_plnlp_is_shaped_by_every_setting_of_the_parts_it_uses():
+    shaping = PLNLPConfig(walk_length=3, sampler="adversarial", encoder_level="edge",
+                          predictor="ncn").shaping_settings()
+    assert {"walk_starts", "walk_rounds", "candidate_pool", "generator_lr", "ncn_beta",
+            "predictor_hidden", "target_edge_removal", "embedding_dim", "lr"} <= set(shaping)
+    assert not {"degree_power", "edge_counts", "edge_path_length", "predictor_layers"} & set(
+        shaping)
+
+
+@pytest.mark.parametrize(("settings", "dropped"), [
+    ({}, {"walk_starts", "walk_rounds", "walk_positives", "candidate_pool", "generator_dim",
+          "degree_power", "ncn_xlin", "edge_dropout", "edge_margin", "predictor_hidden",
+          "predictor_layers", "feature_categories"}),
+    ({"encoder": "none"}, {"hidden_channels", "encoder_layers", "dropout"}),
+    ({"node_input": "features", "dataset": "collab"}, {"embedding_dim", "embedding_init"}),
+])
+def test_plnlp_leaves_out_the_settings_of_the_parts_it_does_not_use(settings, dropped):
+    shaping = PLNLPConfig(**settings).shaping_settings()
+    assert not dropped & set(shaping)
+    assert {"dataset", "encoder", "predictor", "loss", "sampler", "lr", "seed"} <= set(shaping)
+
+
+def test_a_part_whose_choice_is_open_keeps_its_settings():
+    config = PLNLPConfig()
+    assert "candidate_pool" not in config.shaping_settings()
+    assert "candidate_pool" in config.shaping_settings(open_choices=["sampler"])
+    assert "walk_starts" in config.shaping_settings(open_choices=["walk_length"])
