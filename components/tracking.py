@@ -26,12 +26,18 @@ INTERRUPTED_TAG = "interrupted_at_epoch"
 
 
 def log_config(config: PLNLPConfig, extra: dict[str, object],
-               exclude: Collection[str] = ()) -> None:
-    """Every resolved setting but those in ``exclude`` (a sweep's searched
-    ones) as a param, and the same as ``config.yaml``."""
-    settings = {key: value for key, value in config.to_dict().items() if key not in exclude}
+               exclude: Collection[str] = (), heuristic: bool = False) -> None:
+    """The settings that shaped the run (a heuristic's graph, or the
+    settings of the parts PLNLP used, see
+    :meth:`~plnlp_core.config.PLNLPConfig.shaping_settings`) and ``extra``
+    as params, and every resolved setting as ``config.yaml`` (what
+    ``--resume`` reads); both without those in ``exclude`` (a sweep's
+    searched ones, which each trial chooses)."""
+    shaping = {key: value for key, value in config.shaping_settings(heuristic, exclude).items()
+               if key not in exclude}
     mlflow.log_params({key: "null" if value is None else value
-                       for key, value in {**settings, **extra}.items()})
+                       for key, value in {**shaping, **extra}.items()})
+    settings = {key: value for key, value in config.to_dict().items() if key not in exclude}
     mlflow.log_text(yaml.safe_dump(settings, sort_keys=False), "config.yaml")
 
 

@@ -44,9 +44,9 @@ def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
     dataset = load_stage(args, plan.source)
     mark("load")
     log_graph(dataset)
-    extra = run_params(args, plan)
+    extra = logged_params(args, plan)
     if plan.run_id is None:
-        log_config(plan.config, extra)
+        log_config(plan.config, extra, heuristic=plan.model != "plnlp")
     if plan.model != "plnlp":
         # scipy's sparse products run on CPUs alone: as many as a worker holds
         final = ray.get(evaluate_heuristic.options(num_cpus=args.cpus_per_worker).remote(
@@ -84,6 +84,19 @@ def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
                           f"{mlflow.active_run().info.run_name}: validation of each seed",
                           "seeds_valid_curve.png")
     return summary
+
+
+def logged_params(args: argparse.Namespace, plan: RunPlan) -> dict[str, object]:
+    """What a run logs beside its settings: the preset it started from
+    (a resumed run's own, as it logged it), and, for PLNLP, the seeds,
+    restarts and worker group (:func:`run_params`); a heuristic, one CPU
+    task, its model alone."""
+    import mlflow
+
+    preset = preset_name(args, plan.source) if plan.run_id is None \
+        else mlflow.get_run(plan.run_id).data.params.get("preset")
+    own = {"model": plan.model} if plan.model != "plnlp" else run_params(args, plan)
+    return {**own, **({} if preset is None else {"preset": preset})}
 
 
 def register(args: argparse.Namespace, plan: RunPlan, finals: dict[str, dict[str, float]]) -> None:

@@ -34,6 +34,8 @@ def test_standin_pipeline_with_random_walks_and_two_runs_lands_in_mlflow(
     for key in ("final_test_hits_20_mean", "final_test_hits_20_std", "final_valid_hits_20_mean"):
         assert 0.0 <= parent.data.metrics[key] <= 1.0
     assert sorted(c.data.params["seed"] for c in children) == ["0", "1"]
+    assert {c.data.params["preset"] for c in children} == {"smoke"}
+    assert children[0].data.params["walk_starts"] == "all"  # walks on: their settings shaped it
     assert "seeds_valid_curve.png" in {a.path for a in client.list_artifacts(parent.info.run_id)}
     for child in children:
         history = client.get_metric_history(child.info.run_id, "valid_hits_20")
@@ -62,6 +64,10 @@ def test_model_guided_samplers_train_through_the_pipeline_and_log_the_score_gap(
     assert main(argv) == 0
     client, run, _ = only_run(mlflow_store, sampler)
     assert run.data.params["sampler"] == sampler
+    assert run.data.params["preset"] == "smoke"
+    assert run.data.params["candidate_pool"] == "8"
+    assert ("generator_dim" in run.data.params) == (sampler == "adversarial")
+    assert not {"walk_starts", "degree_power", "ncn_beta"} & set(run.data.params)
     gaps = client.get_metric_history(run.info.run_id, "train_score_gap")
     assert [m.step for m in gaps] == [1, 2, 3]
     assert 0.0 <= run.data.metrics["final_test_hits_20"] <= 1.0
@@ -78,6 +84,19 @@ def test_the_edge_level_ene_preset_trains_and_evaluates_through_the_pipeline(
     assert [m.step for m in client.get_metric_history(run.info.run_id, "valid_hits_20")] == [
         1, 2, 3]
     assert 0.0 <= run.data.metrics["final_test_hits_20"] <= 1.0
+
+
+def test_a_heuristic_run_logs_its_preset_and_graph_not_the_neural_settings(
+    ray_session, mlflow_store, standin_root,
+):
+    argv = ["--dataset", "ddi", "--data-root", str(standin_root), "--model", "heuristic:cn",
+            "--experiment", "cn"]
+    assert main(argv) == 0
+    client, run, _ = only_run(mlflow_store, "cn")
+    assert run.data.params == {"model": "heuristic:cn", "preset": "paper", "dataset": "ddi",
+                               "valid_as_input": "False", "min_train_year": "null"}
+    config = client.download_artifacts(run.info.run_id, "config.yaml")
+    assert "embedding_dim: 512" in Path(config).read_text()  # the resolved config, whole
 
 
 def test_standin_pipeline_with_two_ddp_workers_finishes(ray_session, mlflow_store, standin_root):
