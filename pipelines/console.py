@@ -15,13 +15,24 @@ _TROUBLE = re.compile(r"Error|ERROR|Exception|Traceback|WARNING|Warning|Killed|O
 _BENIGN = re.compile(r"RayDeprecationWarning|PreemptionWatcher|exclude_resources")
 # The product's own lines, printed by the training worker.
 _OURS = re.compile(r"^(epoch \d+/\d+|restarting after epoch|building |reusing cached )")
+# The first line of a Python traceback; its last is the first line after it
+# that is not indented (the error).
+_TRACEBACK = "Traceback (most recent call last):"
+# Tracebacks Ray logs and goes on after: a get that timed out on a loaded
+# machine (such as Train's controller's, stopping its placement-group cleaner).
+_INTERNAL = re.compile(r"GetTimeoutError")
+# Tune's driver-side notes that a step of its loop or a save of its state
+# was slow (each step a loaded machine delays).
+_SLOW_STEP_LOGGERS = ("ray.tune.utils.util", "ray.tune.execution.experiment_state")
 
 
 def quiet_console(verbose: bool) -> None:
-    """Lowers MLflow's and Ray's driver-side loggers to warnings, and filters
-    the lines Ray forwards from its workers and actors, unless ``verbose``.
-    Call it after ``ray.init``. Output that is not a terminal (a log file)
-    gets Ray's forwarded lines without colour codes, verbose or not."""
+    """Lowers MLflow's and Ray's driver-side loggers to warnings (Tune's
+    slow-step notes to errors), and filters the lines Ray forwards from its
+    workers and actors (:class:`ForwardedLines`), unless ``verbose``; what
+    is left out stays in Ray's log files. Call it after ``ray.init``.
+    Output that is not a terminal (a log file) gets Ray's forwarded lines
+    without colour codes, verbose or not."""
     if not sys.stdout.isatty():
         os.environ.setdefault("RAY_COLOR_PREFIX", "0")  # read by Ray as it prints each line
     if verbose:
@@ -29,7 +40,9 @@ def quiet_console(verbose: bool) -> None:
     quiet_model_loading()
     for name in ("mlflow", "ray", "ray.data", "ray.train", "ray.tune", "alembic"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    _filter_forwarded_lines(keep_line)
+    for name in _SLOW_STEP_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    _filter_forwarded_lines(ForwardedLines())
 
 
 def quiet_model_loading() -> None:
@@ -42,10 +55,55 @@ def keep_line(line: str) -> bool:
     return bool(_OURS.search(line) or (_TROUBLE.search(line) and not _BENIGN.search(line)))
 
 
-def _filter_forwarded_lines(keep: Callable[[str], bool]) -> None:
-    """Puts ``keep`` in front of the printer ``ray.init`` installed for
-    forwarded lines (Ray 2.60's stream dispatcher; where Ray has none, or
-    lays it out otherwise, lines pass unfiltered)."""
+class ForwardedLines:
+    """What of a batch of lines Ray forwards reaches the console: in each
+    process's stream every Python traceback folds into the line that logged
+    it and its error (:func:`fold_tracebacks`), then :func:`keep_line`
+    picks. A traceback cut between two batches waits for its end."""
+
+    def __init__(self) -> None:
+        self.unfinished: dict[tuple[object, object], list[str]] = {}
+
+    def __call__(self, data: dict) -> list[str]:
+        stream = (data.get("pid"), data.get("is_err"))
+        lines, unfinished = fold_tracebacks(
+            [*self.unfinished.pop(stream, []), *data.get("lines", [])])
+        if unfinished:
+            self.unfinished[stream] = unfinished
+        return [line for line in lines if keep_line(line)]
+
+
+def fold_tracebacks(lines: list[str]) -> tuple[list[str], list[str]]:
+    """``lines`` with each traceback and the line before it (what logged
+    it) folded into that line and the error, or into nothing when Ray goes
+    on after it (a timed-out get, or logged by a benign line); and the
+    unfinished traceback at their end, with its line before."""
+    kept: list[str] = []
+    block: list[str] = []
+    for line in lines:
+        if block:
+            block.append(line)
+            if line[:1] not in ("", " ", "\t"):
+                kept += _folded(block)
+                block = []
+        elif line.startswith(_TRACEBACK):
+            block = [kept.pop() if kept else "", line]
+        else:
+            kept.append(line)
+    return kept, block
+
+
+def _folded(block: list[str]) -> list[str]:
+    header, *_, error = block
+    internal = _INTERNAL.search(error) or _BENIGN.search(header)
+    return [] if internal else [header, error]
+
+
+def _filter_forwarded_lines(pick: Callable[[dict], list[str]]) -> None:
+    """Puts ``pick`` (a batch's lines to print) in front of the printer
+    ``ray.init`` installed for forwarded lines (Ray 2.60's stream
+    dispatcher; where Ray has none, or lays it out otherwise, lines pass
+    unfiltered)."""
     try:
         from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
     except ImportError:
@@ -56,7 +114,7 @@ def _filter_forwarded_lines(keep: Callable[[str], bool]) -> None:
         return
 
     def filtered(data: dict) -> None:
-        lines = [line for line in data.get("lines", []) if keep(line)]
+        lines = pick(data)
         if lines:
             printers[0]({**data, "lines": lines})
 

@@ -1,8 +1,12 @@
 """Which lines Ray forwards reach the console: the product's own, and
-warnings and errors, not Ray's info chatter."""
+warnings and errors, not Ray's info chatter nor the tracebacks Ray goes on
+after; and Tune's slow-step notes stay off it."""
+import logging
+
 import pytest
 
-from pipelines.console import keep_line
+from pipelines import console
+from pipelines.console import ForwardedLines, keep_line
 
 
 @pytest.mark.parametrize("line", [
@@ -29,3 +33,61 @@ def test_the_products_lines_and_trouble_are_kept(line):
 ])
 def test_rays_info_and_benign_notices_are_dropped(line):
     assert not keep_line(line)
+
+
+CLEANER_TIMEOUT = [  # Train's controller on a loaded machine, which goes on after it
+    "2026-11-26 10:00:00,000\tERROR placement_group_callback.py:132 -- Failed to stop "
+    "PlacementGroupCleaner gracefully.",
+    "Traceback (most recent call last):",
+    '  File "ray/train/v2/_internal/callbacks/placement_group_callback.py", line 126, in '
+    "_stop_cleaner",
+    "    ray.get(self._cleaner.stop.remote(), timeout=self._stop_timeout)",
+    '  File "ray/_private/worker.py", line 2961, in get',
+    "    raise GetTimeoutError(",
+    "ray.exceptions.GetTimeoutError: Get timed out: some object(s) not ready.",
+]
+WORKER_FAILURE = [
+    "2026-11-26 10:00:01,000\tERROR train_worker.py:80 -- training failed",
+    "Traceback (most recent call last):",
+    '  File "components/train_worker.py", line 70, in train_loop',
+    "    raise RuntimeError('CUDA out of memory. Tried to allocate 2.00 GiB')",
+    "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+]
+
+
+def batch(lines: list[str], pid: int = 7) -> dict:
+    return {"pid": pid, "is_err": True, "actor_name": "TrainController", "lines": lines}
+
+
+def test_a_traceback_ray_goes_on_after_is_dropped_and_a_real_failure_kept_as_its_error():
+    shown = ForwardedLines()(batch([*CLEANER_TIMEOUT, *WORKER_FAILURE, "epoch 3/500  loss 0.7"]))
+    assert shown == [WORKER_FAILURE[0], WORKER_FAILURE[-1], "epoch 3/500  loss 0.7"]
+
+
+def test_a_traceback_cut_between_batches_waits_for_its_end_in_its_own_stream():
+    forwarded = ForwardedLines()
+    assert forwarded(batch(CLEANER_TIMEOUT[:4])) == []
+    assert forwarded(batch(["epoch 1/5  loss 0.9"], pid=8)) == ["epoch 1/5  loss 0.9"]
+    assert forwarded(batch([*CLEANER_TIMEOUT[4:], "epoch 2/5  loss 0.8"])) == [
+        "epoch 2/5  loss 0.8"]
+
+
+def test_a_chained_traceback_shows_each_error_once():
+    chained = [*WORKER_FAILURE[1:], "", "During handling of the above exception, another "
+               "exception occurred:", "", "Traceback (most recent call last):",
+               '  File "x.py", line 1, in f', "ValueError: boom"]
+    assert ForwardedLines()(batch(chained)) == [WORKER_FAILURE[-1], "ValueError: boom"]
+
+
+def test_quiet_console_silences_tunes_slow_step_notes_unless_verbose(monkeypatch):
+    """(As every pipeline test's run does, it leaves Ray's and MLflow's
+    loggers quiet.)"""
+    monkeypatch.setattr(console, "_filter_forwarded_lines", lambda pick: None)
+    for name in ("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "RAY_COLOR_PREFIX"):
+        monkeypatch.setenv(name, "0")  # restored after
+    slow = logging.getLogger("ray.tune.utils.util")  # "The `process_trial_save` operation took"
+    slow.setLevel(logging.NOTSET)
+    console.quiet_console(verbose=True)
+    assert slow.isEnabledFor(logging.WARNING)
+    console.quiet_console(verbose=False)
+    assert not slow.isEnabledFor(logging.WARNING) and slow.isEnabledFor(logging.ERROR)
