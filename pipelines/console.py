@@ -29,8 +29,8 @@ _SLOW_STEP_LOGGERS = ("ray.tune.utils.util", "ray.tune.execution.experiment_stat
 def quiet_console(verbose: bool) -> None:
     """Lowers MLflow's and Ray's driver-side loggers to warnings (Tune's
     slow-step notes to errors), and filters the lines Ray forwards from its
-    workers and actors (:class:`ForwardedLines`), unless ``verbose``; what
-    is left out stays in Ray's log files. Call it after ``ray.init``.
+    workers and actors (:class:`ForwardedLines`; those left out stay in
+    Ray's log files), unless ``verbose``. Call it after ``ray.init``.
     Output that is not a terminal (a log file) gets Ray's forwarded lines
     without colour codes, verbose or not."""
     if not sys.stdout.isatty():
