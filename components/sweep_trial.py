@@ -1,6 +1,7 @@
 """A sweep's trial: the Ray Tune trainable that trains and evaluates one
 sampled config as a child MLflow run of the sweep's run, one Tune step per
-evaluated epoch."""
+evaluated epoch; a trial an interrupt stopped goes on in its run, from its
+latest checkpoint, when the sweep is resumed."""
 import threading
 from dataclasses import asdict
 
@@ -11,7 +12,7 @@ from ray.util.queue import Empty, Queue
 
 from components.artifacts import DatasetArtifact
 from components.sweep_report import CONTROLLER, EPOCH, SweepReporter
-from components.sweep_tracking import TRIAL_TAG, trial_run_name
+from components.sweep_tracking import TRIAL_TAG, trial_run_name, unfinished_trial_run
 from components.tracking import log_config
 from components.train_and_evaluate import train_and_evaluate
 from plnlp_core.config import PLNLPConfig
@@ -21,11 +22,13 @@ ABORT_WAIT_S = 60
 
 class SweepTrial(tune.Trainable):
     """Trains ``base`` with the sampled settings (``config``) in a thread, in
-    a child run of ``options["parent_run_id"]`` tagged with the trial's id;
-    each :meth:`step` returns the next evaluated epoch, the last the final
-    metrics. When Tune stops the trial (its scheduler, or the sweep's end),
-    :meth:`cleanup` aborts the Ray Train run, which gives its workers' CPUs
-    and GPUs back before the trial's process ends.
+    a child run of ``options["parent_run_id"]`` tagged with the trial's id
+    (the run an interrupt stopped, if any: training goes on from its
+    checkpoint, see :func:`components.train.train`); each :meth:`step`
+    returns the next evaluated epoch, the last the final metrics. When Tune
+    stops the trial (its scheduler, or the sweep's end), :meth:`cleanup`
+    aborts the Ray Train run, which gives its workers' CPUs and GPUs back
+    before the trial's process ends.
 
     ``options`` holds ``tracking_uri``, ``experiment_id``, ``parent_run_id``,
     ``metric`` (the validation metric compared), ``workers`` (a
@@ -50,16 +53,25 @@ class SweepTrial(tune.Trainable):
         reporter = SweepReporter(self.reports, options["metric"], config.epochs)
         try:
             mlflow.set_tracking_uri(options["tracking_uri"])
-            with mlflow.start_run(experiment_id=options["experiment_id"],
-                                  parent_run_id=options["parent_run_id"],
-                                  run_name=trial_run_name(self.sampled),
-                                  tags={TRIAL_TAG: self.trial_id}):
-                log_config(config, asdict(options["workers"]))
+            with self._trial_run() as run:
+                if not run.data.params:  # a new run: one going on holds its settings
+                    log_config(config, asdict(options["workers"]))
                 self.final = train_and_evaluate(
                     dataset, config, options["workers"], options["checkpoints"],
                     options["max_failures"], [reporter], options.get("decision_epochs", ()))
         except BaseException as error:  # re-raised by step, which Tune watches
             self.error = error
+
+    def _trial_run(self) -> mlflow.ActiveRun:
+        """The trial's child run: the one an interrupt stopped, else a new one."""
+        options = self.options
+        stopped = unfinished_trial_run(options["parent_run_id"], self.trial_id)
+        if stopped is not None:
+            return mlflow.start_run(run_id=stopped)
+        return mlflow.start_run(experiment_id=options["experiment_id"],
+                                parent_run_id=options["parent_run_id"],
+                                run_name=trial_run_name(self.sampled),
+                                tags={TRIAL_TAG: self.trial_id})
 
     def step(self) -> dict:
         """The next evaluated epoch's metrics, or the final ones (``done``)."""

@@ -9,9 +9,12 @@ from components.sweep_tracking import (
     TrialOutcome,
     close_trial_runs,
     log_sweep_summary,
+    record_outcome,
+    recorded_outcomes,
     trial_table,
+    unfinished_trial_run,
 )
-from components.tracking import FAILURE_TAG
+from components.tracking import FAILURE_TAG, INTERRUPTED_TAG
 
 
 def open_trial_run(trial_id: str, values: list[float]) -> str:
@@ -32,12 +35,14 @@ def test_each_trial_run_ends_as_its_trial_did_and_the_parent_names_the_best(mlfl
     with mlflow.start_run() as parent:
         completed = open_trial_run("t0", [0.2, 0.5, 0.4])
         stopped = open_trial_run("t1", [0.1])
-        run_ids = close_trial_runs(parent.info.run_id, outcomes,
-                                   lambda settings: mlflow.log_params(settings))
-        table = trial_table(outcomes, run_ids, "valid_hits_20", "max")
+        for outcome in outcomes.values():
+            record_outcome(parent.info.run_id, outcome, mlflow.log_params)
+        recorded, run_ids = close_trial_runs(parent.info.run_id)
+        table = trial_table(recorded, run_ids, "valid_hits_20", "max")
         best = log_sweep_summary(table, ["lr"], "valid_hits_20", "max", "sweep")
     client = MlflowClient(mlflow_store)
     runs = {key: client.get_run(run_id) for key, run_id in run_ids.items()}
+    assert recorded == outcomes
     assert run_ids["t0"] == completed and run_ids["t1"] == stopped
     assert runs["t0"].info.status == "FINISHED" and STOPPED_EARLY_TAG not in runs["t0"].data.tags
     assert runs["t1"].info.status == "FINISHED" and runs["t1"].data.tags[STOPPED_EARLY_TAG] == "1"
@@ -52,6 +57,45 @@ def test_each_trial_run_ends_as_its_trial_did_and_the_parent_names_the_best(mlfl
     assert list(table["status"]) == ["completed", "stopped_early", "failed"]
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"trials.csv", "valid_by_setting.png", "valid_by_epoch.png"} <= artifacts
+
+
+def test_an_interrupted_sweep_keeps_its_ended_trials_and_the_best_so_far_until_it_finishes(
+        mlflow_store):
+    """Outcomes live on the trials' runs, so a resumed sweep finds them; a
+    run the interrupt stopped has none, and its trial goes on in it."""
+    first = TrialOutcome("t0", "trial_0", {"lr": 0.01}, "completed", 2)
+    client = MlflowClient(mlflow_store)
+    with mlflow.start_run() as parent:
+        parent_id = parent.info.run_id
+        open_trial_run("t0", [0.2, 0.3])
+        interrupted = open_trial_run("t1", [0.1])
+        record_outcome(parent_id, first, mlflow.log_params)
+        assert set(recorded_outcomes(parent_id)) == {"t0"}
+        assert unfinished_trial_run(parent_id, "t1") == interrupted
+        assert unfinished_trial_run(parent_id, "t0") is None
+        outcomes, run_ids = close_trial_runs(parent_id)
+        log_sweep_summary(trial_table(outcomes, run_ids, "valid_hits_20", "max"), ["lr"],
+                          "valid_hits_20", "max", "sweep", finished=False)
+        interim = client.get_run(parent_id)
+        assert interim.data.tags["best_lr"] == "0.01" and "best_lr" not in interim.data.params
+        assert interim.data.metrics["best_valid_hits_20"] == pytest.approx(0.3)
+        # the interrupt killed t1's run; the resumed sweep finished it, better
+        client.set_tag(interrupted, FAILURE_TAG, "interrupted by SIGINT (Ctrl-C)")
+        client.set_tag(interrupted, INTERRUPTED_TAG, "1")
+        client.set_terminated(interrupted, "KILLED")
+        client.log_metric(interrupted, "valid_hits_20", 0.6, step=2)
+        record_outcome(parent_id, TrialOutcome("t1", "trial_1", {"lr": 0.1}, "completed", 2),
+                       mlflow.log_params)
+        outcomes, run_ids = close_trial_runs(parent_id)
+        table = trial_table(outcomes, run_ids, "valid_hits_20", "max")
+        log_sweep_summary(table, ["lr"], "valid_hits_20", "max", "sweep")
+    resumed = client.get_run(interrupted)
+    assert resumed.info.status == "FINISHED"
+    assert FAILURE_TAG not in resumed.data.tags and INTERRUPTED_TAG not in resumed.data.tags
+    assert list(table["trial"]) == ["trial_0", "trial_1"]
+    summary = client.get_run(parent_id)
+    assert summary.data.params["best_lr"] == "0.1" and "best_lr" not in summary.data.tags
+    assert summary.data.metrics["best_valid_hits_20"] == pytest.approx(0.6)
 
 
 def test_a_trial_run_is_named_by_its_sampled_settings():

@@ -32,11 +32,13 @@ from ray.core.generated import gcs_service_pb2
 
 import pipelines.interrupts
 import pipelines.services
+from components.sweep_tracking import OUTCOME_TAG, TRIAL_TAG, TrialOutcome
 from components.tracking import FAILURE_TAG
 from pipelines import job
 from pipelines.interrupts import EPOCH_TAG
 from pipelines.run import main as run_main
 from pipelines.standin import main as standin_main
+from pipelines.tune import TUNE_STATE_TAG
 from pipelines.tune import main as tune_main
 from plnlp_core.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
@@ -78,6 +80,10 @@ def space(expected: str) -> Entry:
 
 def resume(expected: str) -> Entry:
     return Entry(expected, 2, "none", "test_resume_refuses_a_run_it_cannot_go_on_with")
+
+
+def sweep_resume(expected: str) -> Entry:
+    return Entry(expected, 2, "none", "test_tune_resume_refuses_a_sweep_it_cannot_go_on_with")
 
 
 def predict(expected: str) -> Entry:
@@ -215,6 +221,19 @@ ENTRIES: dict[str, Entry] = {
     "resume-other-dataset": resume("trained collab, not ddi; resume it with --dataset collab."),
     "resume-finished": resume("has already finished; start a new run instead of --resume."),
     "resume-other-shape": resume("holds a model of another shape ("),
+    # pipelines/tune.py --resume
+    "sweep-resume-settings": sweep_resume("--resume goes on with the sweep's own settings; drop "
+                                          "--set, --num-samples."),
+    "sweep-resume-missing-run": sweep_resume("there is no MLflow run 0123456789abcdef at sqlite:"),
+    "sweep-resume-not-a-sweep": sweep_resume("is not a sweep; give --resume the sweep's run"),
+    "sweep-resume-other-dataset": sweep_resume("swept collab, not ddi; resume it with --dataset "
+                                               "collab."),
+    "sweep-resume-finished": sweep_resume("has already finished; start a new sweep instead of "
+                                          "--resume."),
+    "sweep-resume-state-gone": sweep_resume("cannot go on: its Ray Tune state is gone ("),
+    "sweep-resume-store-missing": Entry(
+        "there is no MLflow store at sqlite:", 2, "none",
+        "test_tune_resume_refuses_a_store_that_does_not_exist_and_makes_none"),
     # search spaces (pipelines/tune.py)
     "space-unknown-key": space("schedular is not a key of a search space; allowed: preset,"),
     "space-unknown-setting": space("lrate is not a setting; valid settings are:"),
@@ -374,6 +393,9 @@ ENTRIES: dict[str, Entry] = {
     "interrupted-before-run": Entry("stopped the job and Ray was shut down (no MLflow run had "
                                     "started)", 130, "none",
                                     "test_an_interrupt_before_the_run_records_nothing"),
+    "interrupted-sweep": Entry("stopped the job and Ray was shut down (sweep run ", 130, "KILLED",
+                               "test_an_interrupted_sweep_says_how_many_trials_ended_and_how_"
+                               "to_go_on"),
 }
 
 
@@ -1120,6 +1142,36 @@ def test_an_interrupt_swallowed_by_a_library_still_kills_the_run(mlflow_store, n
     assert "KILLED at epoch 2)" in capsys.readouterr().err
 
 
+def test_an_interrupted_sweep_says_how_many_trials_ended_and_how_to_go_on(
+        mlflow_store, no_ray_shutdown, capsys):
+    """A sweep's run has no epoch of its own: its trials ran side by side,
+    each to its own; the one the interrupt stopped is tagged with its epoch."""
+    def sweep_(work: Path) -> None:
+        mlflow.set_tag(TUNE_STATE_TAG, str(work))
+        ended = TrialOutcome("t0", "trial_0", {"lr": 0.1}, "completed", 4)
+        with mlflow.start_run(run_name="ended", nested=True,
+                              tags={TRIAL_TAG: "t0", OUTCOME_TAG: ended.to_json()}):
+            log_epochs(4)
+        with mlflow.start_run(run_name="running", nested=True, tags={TRIAL_TAG: "t1"}):
+            log_epochs(2)
+            interrupt_self(signal.SIGINT)
+
+    with pytest.raises(SystemExit) as exited:
+        job.execute("sweeps", "sweep", None, sweep_)
+    line = assert_refused("interrupted-sweep", exited.value.code, capsys.readouterr().err,
+                          "test_an_interrupted_sweep_says_how_many_trials_ended_and_how_to_go_on")
+    client = MlflowClient(mlflow_store)
+    runs = {r.info.run_name: r for r in client.search_runs(
+        [client.get_experiment_by_name("sweeps").experiment_id])}
+    sweep_id = runs["sweep"].info.run_id
+    assert line.endswith(f"(sweep run {sweep_id} KILLED with 1 trial ended; go on with --resume "
+                         f"{sweep_id})")
+    assert {name: r.info.status for name, r in runs.items()} == {
+        "sweep": "KILLED", "ended": "FINISHED", "running": "KILLED"}
+    assert EPOCH_TAG not in runs["sweep"].data.tags and runs["running"].data.tags[EPOCH_TAG] == "2"
+    assert runs["sweep"].data.tags[FAILURE_TAG] == "interrupted by SIGINT (Ctrl-C)"
+
+
 def test_an_interrupt_before_the_run_records_nothing(tmp_path, mlflow_store, no_ray_shutdown,
                                                      capsys):
     from components.workers import WorkerGroup
@@ -1351,6 +1403,53 @@ def test_resume_refuses_a_run_it_cannot_go_on_with(entry_id, mlflow_store, tmp_p
     code = run_main(resume_case(entry_id, tmp_path))
     assert_refused(entry_id, code, capsys.readouterr().err,
                    "test_resume_refuses_a_run_it_cannot_go_on_with")
+
+
+def recorded_sweep(dataset: str = "ddi", status: str = "KILLED", state: Path | None = None,
+                   sweep: bool = True) -> str:
+    """A run as ``pipelines/tune.py`` records a sweep (``sweep``, else as
+    ``pipelines/run.py`` records a run), ended ``status``, its Ray Tune
+    state at ``state``."""
+    with mlflow.start_run() as run:
+        mlflow.log_params({"dataset": dataset, **({"searched": "lr"} if sweep else {})})
+        if state is not None:
+            mlflow.set_tag(TUNE_STATE_TAG, str(state))
+    MlflowClient().set_terminated(run.info.run_id, status)
+    return run.info.run_id
+
+
+SWEEP_RESUME: dict[str, Callable[[Path], list[str]]] = {
+    "sweep-resume-settings": lambda _: ["--resume", "0123", "--set", "lr=0.1",
+                                        "--num-samples", "4"],
+    "sweep-resume-missing-run": lambda _: ["--resume", "0123456789abcdef"],
+    "sweep-resume-not-a-sweep": lambda _: ["--resume", recorded_sweep(sweep=False)],
+    "sweep-resume-other-dataset": lambda _: ["--resume", recorded_sweep("collab")],
+    "sweep-resume-finished": lambda _: ["--resume", recorded_sweep(status="FINISHED")],
+    "sweep-resume-state-gone": lambda tmp: ["--resume", recorded_sweep(state=tmp / "gone")],
+}
+
+
+@pytest.mark.parametrize("entry_id", SWEEP_RESUME)
+def test_tune_resume_refuses_a_sweep_it_cannot_go_on_with(entry_id, mlflow_store, tmp_path,
+                                                          capsys):
+    mlflow.set_experiment("sweeps")
+    argv = SWEEP_RESUME[entry_id](tmp_path)
+    client = MlflowClient(mlflow_store)
+    before = [(r.info.run_id, r.info.status) for r in client.search_runs(
+        [client.get_experiment_by_name("sweeps").experiment_id])]
+    code = tune_main(["--dataset", "ddi", *argv])
+    assert_refused(entry_id, code, capsys.readouterr().err,
+                   "test_tune_resume_refuses_a_sweep_it_cannot_go_on_with")
+    assert [(r.info.run_id, r.info.status) for r in client.search_runs(
+        [client.get_experiment_by_name("sweeps").experiment_id])] == before
+
+
+def test_tune_resume_refuses_a_store_that_does_not_exist_and_makes_none(mlflow_store, tmp_path,
+                                                                        capsys):
+    code = tune_main(["--dataset", "ddi", "--resume", "0123456789abcdef"])
+    assert_refused("sweep-resume-store-missing", code, capsys.readouterr().err,
+                   "test_tune_resume_refuses_a_store_that_does_not_exist_and_makes_none")
+    assert list(tmp_path.iterdir()) == []
 
 
 PREDICT: dict[str, list[str]] = {
