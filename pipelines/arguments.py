@@ -1,18 +1,31 @@
-"""The command lines' flags: ``pipelines/run.py``'s parser, and the graph
-and worker flags that ``pipelines/tune.py`` and ``pipelines/kubeflow.py``
-share with it. What the flags name is read in :mod:`pipelines.settings`, the
-run they start planned in :mod:`pipelines.plan`. Nothing here imports Ray
-or MLflow, so ``--help`` answers at once."""
+"""The command lines' flags, and the one place that turns them into a
+request: ``pipelines/run.py``'s into a :class:`RunRequest` (planned by
+:func:`pipelines.run_plan.plan_run`), and the graph and worker flags that
+``pipelines/tune.py`` and ``pipelines/kubeflow.py`` share with it. Nothing
+here imports Ray or MLflow, so ``--help`` answers at once."""
 import argparse
 from pathlib import Path
 
 from components.workers import WorkerGroup
+from pipelines.run_plan import GraphFlags, RunRequest
 from plnlp_core.datasets import DATASETS
 from plnlp_core.heuristics import HEURISTICS
 from plnlp_core.own_graph import DEFAULT_SPLIT
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def run_request(argv: list[str] | None = None) -> RunRequest:
+    """``pipelines/run.py``'s flags in ``argv`` (default: the command line's)."""
+    args = run_parser().parse_args(argv)
+    return RunRequest(
+        dataset=args.dataset, preset=args.preset, config_file=args.config,
+        overrides=tuple(args.overrides), model=args.model, runs=args.runs, seed=args.seed,
+        graph=graph_flags(args), workers=worker_group(args), max_failures=args.max_failures,
+        experiment=args.experiment, data_root=args.data_root, work_dir=args.work_dir,
+        resume=args.resume, register=args.register, yes=args.yes, verbose=args.verbose)
+
+
+def run_parser() -> argparse.ArgumentParser:
+    """``pipelines/run.py``'s flags."""
     parser = argparse.ArgumentParser(
         prog="pipelines/run.py",
         description="Train and evaluate a PLNLP link predictor on an OGB dataset or a graph of "
@@ -50,7 +63,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="run a preset made for a GPU without one, without asking")
     parser.add_argument("--verbose", action="store_true",
                         help="show Ray's and MLflow's own progress lines too")
-    return parser.parse_args(argv)
+    return parser
 
 
 def add_register_arg(parser: argparse.ArgumentParser) -> None:
@@ -85,5 +98,11 @@ def add_worker_args(parser: argparse.ArgumentParser) -> None:
                              "checkpoint before the run fails (default: 3)")
 
 
+def graph_flags(args: argparse.Namespace) -> GraphFlags:
+    """The flags of :func:`add_graph_args`."""
+    return GraphFlags(args.split, args.split_seed, args.directed, args.node_features, args.hits_k)
+
+
 def worker_group(args: argparse.Namespace) -> WorkerGroup:
+    """The flags of :func:`add_worker_args` (but ``--max-failures``)."""
     return WorkerGroup(args.num_workers, args.cpus_per_worker, args.use_gpu)

@@ -27,7 +27,7 @@ from kfp import compiler, dsl, local
 from kfp.dsl import Dataset, Input, Metrics, Model, Output
 
 from pipelines.arguments import add_worker_args
-from pipelines.plan import plan_run
+from pipelines.run_plan import plan_run
 from plnlp_core.errors import PLNLPError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -66,10 +66,10 @@ def augment(
     """Stage ``augment``: the random-walk pairs (Parquet, a folder per round),
     or, when the config walks not, an empty folder; ``num_pairs`` and
     ``rounds`` in its metadata."""
-    from pipelines.kubeflow_steps import augment_step, stage_args
+    from pipelines.kubeflow_steps import augment_step, step_request
 
-    args = stage_args(dataset, preset, overrides, work_dir=work_dir, yes=yes)
-    walked = augment_step(splits.path, args, walks.path)
+    request = step_request(dataset, preset, overrides, work_dir=work_dir, yes=yes)
+    walked = augment_step(splits.path, request, walks.path)
     walks.metadata.update({"num_pairs": walked.num_pairs, "rounds": walked.rounds})
 
 
@@ -85,14 +85,14 @@ def train(
     validation epoch's ``model.pt`` and the run's ``config.yaml``,
     ``metrics`` that epoch's validation metrics."""
     from components.artifacts import WalkArtifact
-    from pipelines.kubeflow_steps import stage_args, train_step
+    from pipelines.kubeflow_steps import step_request, train_step
 
-    args = stage_args(dataset, preset, overrides, work_dir=work_dir, num_workers=num_workers,
-                      cpus_per_worker=cpus_per_worker, use_gpu=gpus > 0,
-                      max_failures=max_failures, experiment=experiment, yes=yes)
+    request = step_request(dataset, preset, overrides, num_workers, cpus_per_worker, gpus,
+                           work_dir=work_dir, max_failures=max_failures, experiment=experiment,
+                           yes=yes)
     counts = [int(walks.metadata[key]) for key in ("num_pairs", "rounds")]  # stored as floats
     walked = WalkArtifact(walks.path, *counts)
-    run_id, trained = train_step(splits.path, walked, args, model.path)
+    run_id, trained = train_step(splits.path, walked, request, model.path)
     model.metadata.update({"best_epoch": trained.best_epoch, "mlflow_run_id": run_id})
     metrics.log_metric("best_epoch", trained.best_epoch)
     for key, value in trained.best_metrics.items():
@@ -123,12 +123,14 @@ def sweep(
     (a path in the image, relative to the repository), ``overrides`` fixed
     for every trial; ``num_samples`` 0 takes the space's, ``gpus`` > 0 gives
     each trial's worker a GPU (the space's resources otherwise)."""
-    from pipelines.kubeflow_steps import command_line
     from pipelines.tune import main
 
-    argv = command_line(dataset, "", overrides, space=space, data_root=data_root,
-                        work_dir=work_dir, num_samples=num_samples or None,
-                        gpus_per_worker=1 if gpus > 0 else None)
+    argv = ["--dataset", dataset, "--space", space,
+            *[arg for override in overrides for arg in ("--set", override)],
+            *(["--data-root", data_root] if data_root else []),
+            *(["--work-dir", work_dir] if work_dir else []),
+            *(["--num-samples", str(num_samples)] if num_samples else []),
+            *(["--gpus-per-worker", "1"] if gpus > 0 else [])]
     if (code := main(argv)) != 0:
         raise SystemExit(code)
 
@@ -260,15 +262,17 @@ def pipeline_arguments(args: argparse.Namespace) -> dict[str, object]:
     """The pipeline's parameters from the command line, checked as
     ``pipelines/run.py`` checks them (the sweep space only for being a file:
     the sweep step checks the rest)."""
-    from pipelines.kubeflow_steps import stage_args  # Ray and MLflow, once the flags parsed
+    from pipelines.kubeflow_steps import step_request  # Ray and MLflow, once the flags parsed
 
     if not args.dataset:
         raise PLNLPError("--run-local needs --dataset, e.g. --dataset ddi.")
     if args.num_workers < 1 or args.cpus_per_worker < 1:
         raise PLNLPError("--num-workers and --cpus-per-worker must be at least 1.")
-    flags = {"data_root": args.data_root, "work_dir": args.work_dir, "yes": args.yes,
-             "use_gpu": args.use_gpu, "max_failures": args.max_failures}
-    source = plan_run(stage_args(args.dataset, args.preset, args.overrides, **flags)).source
+    request = step_request(args.dataset, args.preset or "", args.overrides,
+                           gpus=args.num_workers * args.use_gpu, data_root=args.data_root or "",
+                           work_dir=args.work_dir or "", yes=args.yes,
+                           max_failures=args.max_failures)
+    source = plan_run(request).source
     space = Path(args.sweep_space).resolve() if args.sweep_space else None
     if space is not None and not space.is_file():
         raise PLNLPError(f"the sweep space {args.sweep_space} is not a file; give a "
@@ -318,7 +322,7 @@ def compiled_defaults(args: argparse.Namespace) -> dict[str, object]:
     that a run started with them can run on the pods it gets: without
     ``--use-gpu`` (pods with no GPU) a default preset made for a GPU gives
     way to the dataset's CPU preset, or is refused when it has none."""
-    from pipelines.settings import PRESETS_DIR, preset_needs_gpu, read_mapping
+    from pipelines.presets import preset_names, preset_needs_gpu
     from plnlp_core.datasets import DATASETS
 
     dataset = args.dataset or "ddi"
@@ -329,8 +333,8 @@ def compiled_defaults(args: argparse.Namespace) -> dict[str, object]:
                 "gpus": args.num_workers if args.use_gpu else 0}
     if args.use_gpu or args.yes or not preset_needs_gpu(presets_of, preset):
         return defaults
-    presets = read_mapping(PRESETS_DIR / f"{presets_of}.yaml", "presets")
-    on_cpus = [name for name in presets if not preset_needs_gpu(presets_of, name)]
+    on_cpus = [name for name in preset_names(presets_of)
+               if not preset_needs_gpu(presets_of, name)]
     if args.preset or not on_cpus:
         raise PLNLPError(f"{dataset}'s {preset} preset needs a GPU, which the pipeline's pods get "
                          "only with --use-gpu; compile with --use-gpu, a --preset made for CPUs "

@@ -1,7 +1,6 @@
 """The ``load`` stage as the main job, a sweep and the Kubeflow ``load``
 step run it from their flags: once, before any config is trained (see
 :mod:`components.train_and_evaluate`)."""
-import argparse
 from pathlib import Path
 
 import ray
@@ -16,22 +15,23 @@ from components.load import (
 )
 from components.stage_cache import stage_cache_root
 from components.storage import location
-from pipelines.settings import GraphSource
+from pipelines.run_plan import GraphFlags, GraphSource
 from plnlp_core.datasets import data_root_setting
 
 
-def load_stage(args: argparse.Namespace, source: GraphSource) -> DatasetArtifact:
-    """The ``load`` stage of ``source``: an OGB dataset under ``--data-root``,
-    or a graph of one's own read as the ``--split`` and graph flags say. An
-    output already in the stage cache is taken here; only a new one takes
-    a Ray task."""
-    cache = stage_cache_root(args.work_dir).uri
+def load_stage(source: GraphSource, graph: GraphFlags, data_root: str | None,
+               work_dir: str | None) -> DatasetArtifact:
+    """The ``load`` stage of ``source``: an OGB dataset under ``data_root``,
+    or a graph of one's own read as ``graph`` says. An output already in
+    the stage cache of ``work_dir`` is taken here; only a new one takes a
+    Ray task."""
+    cache = stage_cache_root(work_dir).uri
     if source.path is None:
-        data_root = location(data_root_setting(args.data_root)).uri
-        return loaded_dataset(source.info.name, data_root, cache) \
-            or ray.get(load_dataset.remote(source.info.name, data_root, cache))
-    features = str(Path(args.node_features).resolve()) if args.node_features else None
-    options = OwnGraphOptions(args.split, args.split_seed, args.directed, features,
+        root = location(data_root_setting(data_root)).uri
+        return loaded_dataset(source.info.name, root, cache) \
+            or ray.get(load_dataset.remote(source.info.name, root, cache))
+    features = str(Path(graph.node_features).resolve()) if graph.node_features else None
+    options = OwnGraphOptions(graph.split, graph.split_seed, graph.directed, features,
                               source.info.hits_k)
     path = str(source.path.resolve())
     return loaded_own_dataset(path, options, cache) \

@@ -1,6 +1,6 @@
 """``--resume RUN_ID``: a stopped or failed run goes on from its latest
 checkpoint, in the same MLflow run, with the settings it was started with."""
-import argparse
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,36 +12,41 @@ from mlflow.tracking import MlflowClient
 
 from components.checkpoints import CHECKPOINTS_TAG, SHAPES_FILE
 from components.storage import location
+from pipelines.presets import parse_overrides
+from pipelines.run_plan import GraphSource, RunPlan, RunRequest
 from pipelines.services import check_tracking_store
-from pipelines.settings import GraphSource, RunPlan, parse_overrides
 from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.errors import PLNLPError
 
 
-def resumed_run(args: argparse.Namespace, source: GraphSource) -> RunPlan:
-    """Looks ``args.resume`` up and checks that it can go on: the tracking
-    store answers, the run exists, has not finished, trained ``source``'s
-    graph, and its checkpoint fits the model its settings build."""
+def resumed_run(request: RunRequest, source: GraphSource) -> RunPlan:
+    """Looks ``request.resume`` up and checks that it can go on: the
+    tracking store answers, the run exists, has not finished, trained
+    ``source``'s graph, and its checkpoint fits the model its settings
+    build. The plan goes on with the run's settings and preset, and
+    ``--set`` on top."""
     check_tracking_store(mlflow.get_tracking_uri())
     client = MlflowClient()
-    run = _get_run(client, args.resume)
+    run_id = request.resume
+    run = _get_run(client, run_id)
     trained = run.data.params.get("dataset")
     if trained != source.info.name:
-        raise PLNLPError(f"run {args.resume} trained {trained}, not {source.info.name}; "
+        raise PLNLPError(f"run {run_id} trained {trained}, not {source.info.name}; "
                          f"resume it with --dataset {trained}.")
     if run.info.status == "FINISHED":
-        raise PLNLPError(f"run {args.resume} has already finished; start a new run instead "
+        raise PLNLPError(f"run {run_id} has already finished; start a new run instead "
                          "of --resume.")
-    settings = yaml.safe_load(Path(client.download_artifacts(args.resume, "config.yaml"))
+    settings = yaml.safe_load(Path(client.download_artifacts(run_id, "config.yaml"))
                               .read_text())
-    config = PLNLPConfig.from_mapping({**settings, **parse_overrides(args.overrides)})
+    config = PLNLPConfig.from_mapping({**settings, **parse_overrides(request.overrides)})
     info = config.validate(source.info if source.path is not None else None)
-    resumed = RunPlan(args.resume, config, int(run.data.params.get("runs", 1)), source)
+    request = dataclasses.replace(request, preset=run.data.params.get("preset", request.preset))
+    resumed = RunPlan(request, config, source, run_id, int(run.data.params.get("runs", 1)))
     if resumed.runs > 1:
         _read_children(client, run, resumed)
-    for run_id in [args.resume, *resumed.children.values()]:
-        _check_shapes(client.get_run(run_id), config, info)
+    for resumed_id in [run_id, *resumed.children.values()]:
+        _check_shapes(client.get_run(resumed_id), config, info)
     return resumed
 
 

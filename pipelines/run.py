@@ -6,20 +6,17 @@
 Runs on the Ray cluster at ``RAY_ADDRESS`` (else a local Ray it starts) and
 records to MLflow at ``MLFLOW_TRACKING_URI`` (else MLflow's local SQLite file).
 """
-import argparse
 import sys
 import time
-from pathlib import Path
 
 from components.startup import mark_command_start
-from pipelines.arguments import parse_args, worker_group
-from pipelines.plan import plan_run, run_params
+from pipelines.arguments import run_request
 from pipelines.process_exit import skip_final_collection
-from pipelines.settings import RunPlan, preset_name
+from pipelines.run_plan import RunPlan, plan_run
 from plnlp_core.errors import PLNLPError
 
 
-def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
+def pipeline(plan: RunPlan) -> dict[str, float]:
     """Loads the graph once, then scores it with a heuristic, or trains one
     seed, or ``--runs`` seeds as nested runs whose final metrics are
     summarised as mean and std. A resumed run goes on with its unfinished
@@ -41,23 +38,25 @@ def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
     from components.train_and_evaluate import train_and_evaluate
     from pipelines.load_stage import load_stage
 
-    dataset = load_stage(args, plan.source)
+    request = plan.request
+    dataset = load_stage(plan.source, request.graph, request.data_root, request.work_dir)
     mark("load")
     log_graph(dataset)
-    extra = logged_params(args, plan)
+    extra = plan.params()
     if plan.run_id is None:
         log_config(plan.config, extra, heuristic=plan.model != "plnlp")
     if plan.model != "plnlp":
         # scipy's sparse products run on CPUs alone: as many as a worker holds
-        final = ray.get(evaluate_heuristic.options(num_cpus=args.cpus_per_worker).remote(
+        cpus = request.workers.cpus_per_worker
+        final = ray.get(evaluate_heuristic.options(num_cpus=cpus).remote(
             dataset, plan.model.split(":")[1], plan.config))
         mlflow.log_metrics(final)
         return final
-    checkpoints = checkpoint_root(args.work_dir)
+    checkpoints = checkpoint_root(request.work_dir)
     if plan.runs == 1:
-        final = train_and_evaluate(dataset, plan.config, worker_group(args), checkpoints,
-                                   args.max_failures)
-        register(args, plan, {mlflow.active_run().info.run_id: final})
+        final = train_and_evaluate(dataset, plan.config, request.workers, checkpoints,
+                                   request.max_failures)
+        register(plan, {mlflow.active_run().info.run_id: final})
         return final
     finals, children = [], {}
     for i in range(plan.runs):
@@ -67,18 +66,18 @@ def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
             children[seeded.seed] = plan.children[seeded.seed]
             continue
         resumed = plan.children.get(seeded.seed)
-        name = None if resumed else run_name(args, plan, f"seed{seeded.seed}")
+        name = None if resumed else plan.run_name(f"seed{seeded.seed}")
         with mlflow.start_run(run_id=resumed, run_name=name, nested=True) as child:
             children[seeded.seed] = child.info.run_id
             if resumed is None:
                 log_config(seeded, extra)
-            finals.append(train_and_evaluate(dataset, seeded, worker_group(args), checkpoints,
-                                             args.max_failures))
+            finals.append(train_and_evaluate(dataset, seeded, request.workers, checkpoints,
+                                             request.max_failures))
             if resumed is not None:
                 clear_failure()
     summary = summary_metrics(finals)
     mlflow.log_metrics(summary)
-    register(args, plan, {children[plan.config.seed + i]: final for i, final in enumerate(finals)})
+    register(plan, {children[plan.config.seed + i]: final for i, final in enumerate(finals)})
     log_validation_curves({f"seed {seed}": run_id for seed, run_id in sorted(children.items())},
                           plan.source.info.main_metric_key,
                           f"{mlflow.active_run().info.run_name}: validation of each seed",
@@ -86,52 +85,25 @@ def pipeline(args: argparse.Namespace, plan: RunPlan) -> dict[str, float]:
     return summary
 
 
-def logged_params(args: argparse.Namespace, plan: RunPlan) -> dict[str, object]:
-    """What a run logs beside its settings: the preset it started from
-    (a resumed run's own, as it logged it), and, for PLNLP, the seeds,
-    restarts and worker group (:func:`run_params`); a heuristic, one CPU
-    task, its model alone."""
-    import mlflow
-
-    preset = preset_name(args, plan.source) if plan.run_id is None \
-        else mlflow.get_run(plan.run_id).data.params.get("preset")
-    own = {"model": plan.model} if plan.model != "plnlp" else run_params(args, plan)
-    return {**own, **({} if preset is None else {"preset": preset})}
-
-
-def register(args: argparse.Namespace, plan: RunPlan, finals: dict[str, dict[str, float]]) -> None:
+def register(plan: RunPlan, finals: dict[str, dict[str, float]]) -> None:
     """With ``--register NAME``, registers the model of the run (of
     ``finals``, run id to final metrics) with the best validation metric."""
-    if args.register is None:
+    if plan.request.register is None:
         return
     from components.model_registry import register_link_model
 
     metric = f"final_valid_{plan.source.info.main_metric_key}"
     best = max(finals, key=lambda run_id: finals[run_id][metric])
-    print(register_link_model(best, args.register, metric), flush=True)
-
-
-def run_name(args: argparse.Namespace, plan: RunPlan, seeds: str | None = None) -> str:
-    """What tells runs apart in the MLflow UI: the graph, the preset or
-    model, the overridden settings in short, and the seed(s)."""
-    parts = [plan.source.info.name, preset_name(args, plan.source) if plan.model == "plnlp"
-             else plan.model]
-    if args.config is not None:
-        parts.append(Path(args.config).stem)
-    parts += [override.replace(" ", "") for override in args.overrides]
-    first = plan.config.seed
-    parts.append(seeds or (f"seed{first}" if plan.runs == 1
-                           else f"seeds{first}-{first + plan.runs - 1}"))
-    return "-".join(parts)[:250]
+    print(register_link_model(best, plan.request.register, metric), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     skip_final_collection()
     # A command starts with its process; a call from Python (a notebook, the benchmark) at the call.
     mark_command_start(None if argv is None else time.time())
-    args = parse_args(argv)
+    request = run_request(argv)
     try:
-        plan = plan_run(args)
+        plan = plan_run(request)
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -139,14 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     from pipelines.console import print_summary, quiet_console
     from pipelines.job import execute, prepare
 
-    if prepare(lambda: plan, worker_group(args), args.verbose, args.work_dir,
-               args.data_root) is None:
+    if prepare(lambda: plan, request.workers, request.verbose, request.work_dir,
+               request.data_root) is None:
         return 2
     mark("ray")
-    quiet_console(args.verbose)
-    experiment = args.experiment or f"plnlp-{plan.source.info.name}"
-    outcome = execute(experiment, run_name(args, plan), args.work_dir,
-                      lambda work: pipeline(args, plan), plan.run_id)
+    quiet_console(request.verbose)
+    outcome = execute(plan.experiment, plan.run_name(), request.work_dir,
+                      lambda work: pipeline(plan), plan.run_id)
     if outcome is None:
         return 1
     print_summary(*outcome, plan.source.info.main_metric_key)

@@ -9,9 +9,10 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from components.model_export import logged_model_uri
-from pipelines import run, tune
+from pipelines import tune
+from pipelines.arguments import run_request
 from pipelines.kubeflow import cluster_problems, main
-from pipelines.plan import plan_run
+from pipelines.run_plan import plan_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 IMAGE_REPO = "/app"
@@ -162,10 +163,13 @@ def test_rayjob_manifest_has_a_gpu_worker_group_and_an_entrypoint_the_cli_takes(
     python, script, *argv = shlex.split(job["spec"]["entrypoint"])
     script = Path(script).relative_to(IMAGE_REPO)  # the repository's place in deploy/Dockerfile
     assert python == "python" and (REPO_ROOT / script).is_file()
-    args = {"pipelines/run.py": run, "pipelines/tune.py": tune}[script.as_posix()].parse_args(argv)
-    assert args.dataset == "ddi"
     if script.name == "run.py":
-        assert args.use_gpu and plan_run(args).config.hidden_channels == 512  # the paper preset
+        request = run_request(argv)
+        assert request.dataset == "ddi"
+        assert request.workers.use_gpu
+        assert plan_run(request).config.hidden_channels == 512  # the paper preset
     else:
+        args = tune.parse_args(argv)
+        assert args.dataset == "ddi"
         assert args.gpus_per_worker == 1
         assert (REPO_ROOT / args.space.relative_to(IMAGE_REPO)).is_file()

@@ -6,9 +6,9 @@ from mlflow.tracking import MlflowClient
 
 from components.startup import PHASES
 from components.tracking import median_epoch_interval, median_interval
-from pipelines.arguments import parse_args
-from pipelines.plan import plan_run
+from pipelines.arguments import run_request
 from pipelines.run import main
+from pipelines.run_plan import plan_run
 from plnlp_core.datasets import DATASETS
 from plnlp_core.experiment import prepare_experiment, run_experiment
 from plnlp_core.ogb_reader import load_ogb
@@ -32,7 +32,7 @@ def test_the_pipelines_median_epoch_is_within_half_a_second_of_fits(
     assert len(client.get_metric_history(run.info.run_id, "train_loss")) == 30
     pipeline_s = median_epoch_interval(client, run.info.run_id)
 
-    config = plan_run(parse_args(argv)).config
+    config = plan_run(run_request(argv)).config
     split = load_ogb(DATASETS.get("ddi"), ddi_root)
     ends: list[float] = []
     run_experiment(prepare_experiment(config, split),
