@@ -32,11 +32,11 @@ from components.model_export import log_link_model, logged_model_uri
 from pipelines.settings import load_preset
 from plnlp_core.assembly import build_input_adjacency, build_model
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS, resolve_data_root
-from plnlp_core.link_scorer import LinkScorer
-from plnlp_core.node_ids import NodeIds
-from plnlp_core.ogb_reader import load_ogb
-from plnlp_core.standins import cached_standin
+from plnlp_core.data.datasets import DATASETS, resolve_data_root
+from plnlp_core.data.node_ids import NodeIds
+from plnlp_core.data.ogb_reader import load_ogb
+from plnlp_core.data.standins import cached_standin
+from plnlp_core.scoring.link_scorer import LinkScorer
 
 REPO = Path(__file__).resolve().parents[1]
 

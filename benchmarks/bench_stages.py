@@ -36,9 +36,9 @@ from components.train import train
 from components.workers import WorkerGroup
 from pipelines.settings import load_preset
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS, cache_dir, resolve_data_root
+from plnlp_core.data.datasets import DATASETS, cache_dir, resolve_data_root
+from plnlp_core.data.standins import cached_standin
 from plnlp_core.errors import PLNLPError
-from plnlp_core.standins import cached_standin
 
 GIB = 2**30
 
@@ -50,7 +50,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--preset", default="paper", help="pipelines/presets/<dataset>.yaml")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--size", default="real",
-                        help="stand-in size (plnlp_core.standins): tiny or real (default)")
+                        help="stand-in size (plnlp_core.data.standins): tiny or real (default)")
     source.add_argument("--data-root", help="a folder holding the real dataset instead")
     parser.add_argument("--batches", type=int, default=10,
                         help="training batches timed, then extrapolated to the epoch")

@@ -36,7 +36,7 @@ from components.storage import Location, location
 from pipelines.settings import load_preset
 from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS, resolve_data_root
+from plnlp_core.data.datasets import DATASETS, resolve_data_root
 from plnlp_core.fit_state import FitState
 
 ROOT = Path(__file__).resolve().parents[1]

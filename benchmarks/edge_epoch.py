@@ -18,10 +18,10 @@ from timing import timed
 
 from plnlp_core.assembly import build_sampler, build_step_options
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS, resolve_data_root
-from plnlp_core.evaluation import evaluate
+from plnlp_core.data.datasets import DATASETS, resolve_data_root
+from plnlp_core.data.ogb_reader import load_ogb
 from plnlp_core.experiment import prepare_experiment
-from plnlp_core.ogb_reader import load_ogb
+from plnlp_core.scoring.evaluation import evaluate
 from plnlp_core.training import draw_batch, train_step
 
 MLP = {"encoder": "sage", "embedding_dim": 64, "hidden_channels": 64, "encoder_layers": 2,

@@ -2,8 +2,8 @@
 resource allocation) score a split's evaluation pairs, and their memory."""
 from timing import MIB, PeakMemory, timed
 
-from plnlp_core.datasets import LinkSplit
-from plnlp_core.heuristics import HEURISTICS, heuristic_metrics
+from plnlp_core.data.datasets import LinkSplit
+from plnlp_core.scoring.heuristics import HEURISTICS, heuristic_metrics
 
 EVALUATION_PAIRS = ("valid_pos", "valid_neg", "test_pos", "test_neg")
 

@@ -6,7 +6,7 @@ heuristics, on a suite of synthetic and bundled graphs.
 Each graph of the suite (social, biological, infrastructure, co-authorship,
 community and scale-free graphs from networkx's generators and the small
 graphs networkx ships) is written as a CSV edge list (``src,dst``) in a
-temporary folder and read by :func:`plnlp_core.own_graph.load_own_graph`,
+temporary folder and read by :func:`plnlp_core.data.own_graph.load_own_graph`,
 exactly as ``pipelines/run.py --dataset FILE.csv`` reads it: a seeded random
 85/5/10 split with one fixed evaluation negative per held-out positive.
 Common neighbours (CN), Adamic-Adar (AA) and resource allocation (RA) score
@@ -38,10 +38,10 @@ from tables import format_rows
 from timing import timed
 
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import LinkSplit
+from plnlp_core.data.datasets import LinkSplit
+from plnlp_core.data.own_graph import load_own_graph
 from plnlp_core.experiment import prepare_experiment, run_experiment
-from plnlp_core.heuristics import heuristic_metrics
-from plnlp_core.own_graph import load_own_graph
+from plnlp_core.scoring.heuristics import heuristic_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = ROOT / "pipelines" / "presets" / "own.yaml"

@@ -18,7 +18,7 @@ import torch
 from workloads import Workload, preset_config
 
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import LinkSplit, resolve_data_root
+from plnlp_core.data.datasets import LinkSplit, resolve_data_root
 from plnlp_core.errors import PLNLPError
 from plnlp_core.experiment import prepare_experiment, run_experiment
 

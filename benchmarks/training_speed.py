@@ -10,11 +10,11 @@ from workloads import Workload, preset_config
 
 from plnlp_core.assembly import build_optimizer, build_sampler, build_step_options
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import LinkSplit
-from plnlp_core.evaluation import evaluate
+from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.experiment import prepare_experiment
 from plnlp_core.graph import TrainingGraph
 from plnlp_core.sampling import NegativeSampler
+from plnlp_core.scoring.evaluation import evaluate
 from plnlp_core.training import PairBatch, StepOptions, draw_batch, resolve_precision, train_step
 
 

@@ -10,7 +10,7 @@ from timing import timed
 from components.parquet_io import pairs_table
 from plnlp_core.assembly import build_training_graph
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import LinkSplit
+from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.random_walk import random_walk_pairs, walk_starts
 
 

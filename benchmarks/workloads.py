@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pipelines.settings import load_preset  # YAML only: no Ray, no MLflow
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS, LinkSplit, resolve_data_root
-from plnlp_core.ogb_reader import load_ogb
-from plnlp_core.standins import cached_standin, standin_size
+from plnlp_core.data.datasets import DATASETS, LinkSplit, resolve_data_root
+from plnlp_core.data.ogb_reader import load_ogb
+from plnlp_core.data.standins import cached_standin, standin_size
 
 
 @dataclass

@@ -3,7 +3,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from plnlp_core.datasets import DATASETS, DatasetInfo
+from plnlp_core.data.datasets import DATASETS, DatasetInfo
 
 META_FILE = "meta.json"
 

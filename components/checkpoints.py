@@ -23,7 +23,7 @@ import pyarrow.fs as pafs
 import torch
 
 from components.storage import Location, location
-from plnlp_core.datasets import cache_dir
+from plnlp_core.data.datasets import cache_dir
 from plnlp_core.fit_state import FitState
 
 CHECKPOINT_FILE = "model.pt"

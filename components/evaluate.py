@@ -13,10 +13,10 @@ from components.stage_cache import local_entry
 from components.storage import local_copy
 from plnlp_core.assembly import build_input_adjacency, build_model, input_edges
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import LinkSplit
-from plnlp_core.evaluation import evaluate
-from plnlp_core.heuristics import heuristic_metrics
+from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.nn import PLNLPModel
+from plnlp_core.scoring.evaluation import evaluate
+from plnlp_core.scoring.heuristics import heuristic_metrics
 from plnlp_core.training import resolve_precision, set_matmul_precision
 
 

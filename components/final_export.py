@@ -1,5 +1,5 @@
 """What a run leaves for the driver to log: its ``final_*`` metrics and the
-best model's :class:`plnlp_core.link_scorer.LinkScorer`, side by side in the
+best model's :class:`plnlp_core.scoring.link_scorer.LinkScorer`, side by side in the
 run's checkpoint storage (which the driver sees: a shared folder or object
 storage).
 
@@ -26,11 +26,11 @@ from torch import Tensor, nn
 from components.evaluate import final_metrics
 from components.storage import Location, location, node_scratch_dir
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import LinkSplit
+from plnlp_core.data.datasets import LinkSplit
+from plnlp_core.data.node_ids import NodeIds
 from plnlp_core.errors import PLNLPError
-from plnlp_core.link_scorer import LinkScorer
 from plnlp_core.nn.model import unwrap
-from plnlp_core.node_ids import NodeIds
+from plnlp_core.scoring.link_scorer import LinkScorer
 
 FINAL_FILE = "final.json"
 SCORER_DIR = "scorer"

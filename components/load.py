@@ -14,11 +14,11 @@ from components.parquet_io import NODE_IDS_FILE, write_split
 from components.scheduling import ANYWHERE
 from components.stage_cache import CacheEntry, cache_key, cached, reuse
 from components.storage import Location, location, node_scratch_dir
-from plnlp_core.datasets import DATASETS, DatasetInfo
+from plnlp_core.data.datasets import DATASETS, DatasetInfo
+from plnlp_core.data.ogb_reader import load_ogb, split_type
+from plnlp_core.data.own_graph import load_own_graph
+from plnlp_core.data.publishing import publish
 from plnlp_core.errors import PLNLPError
-from plnlp_core.ogb_reader import load_ogb, split_type
-from plnlp_core.own_graph import load_own_graph
-from plnlp_core.publishing import publish
 
 REPORT_FILE = "report.json"
 
@@ -29,7 +29,7 @@ LOAD_FORMAT = 2  # 2: own graphs leave out the Hits@K their negatives cannot tel
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
 def load_dataset(dataset: str, data_root: str, cache_root: str) -> DatasetArtifact:
     """Loads ``dataset`` from OGB's folder under ``data_root`` (see
-    :func:`plnlp_core.ogb_reader.load_ogb`; a folder in object storage is
+    :func:`plnlp_core.data.ogb_reader.load_ogb`; a folder in object storage is
     first copied to this node, see :func:`local_data_root`) into an entry
     of the stage cache at ``cache_root`` (see :class:`DatasetArtifact`), or
     reuses the entry written from the same files."""

@@ -1,7 +1,7 @@
 """Stage ``export``: the best model as an MLflow ``pyfunc`` model of the
 active run, ``model``, that scores pairs of the user's node ids (see
 :mod:`components.served_model`). Whoever evaluated the best model last
-encoded the nodes once (:class:`plnlp_core.link_scorer.LinkScorer`; see
+encoded the nodes once (:class:`plnlp_core.scoring.link_scorer.LinkScorer`; see
 :mod:`components.final_export`): the training worker in the main job, or
 the Ray task here that evaluates a checkpoint on its own (the kubeflow
 pipeline's evaluate step). The driver logs the files with the model's own
@@ -31,7 +31,7 @@ REQUIREMENTS = ("torch", "torch-geometric", "ogb", "pyarrow", "pandas", "scipy")
 """What loading the model imports besides MLflow, pinned to this machine's versions."""
 ID_COLUMN_TYPES = {"long": AnyType(), "string": "string"}
 """The signature's type of ``src`` and ``dst`` for each kind of node ids: types
-MLflow passes on as sent, so that :class:`plnlp_core.node_ids.NodeIds` checks
+MLflow passes on as sent, so that :class:`plnlp_core.data.node_ids.NodeIds` checks
 every id as ``pipelines/predict.py`` does. A ``long`` column would not do:
 ``mlflow models serve`` casts a JSON request's column to it with
 ``astype`` (``cast_df_types_according_to_schema``), which truncates 1.5 to 1.

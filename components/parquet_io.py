@@ -9,9 +9,9 @@ import torch
 from torch import Tensor
 
 from components.artifacts import DatasetMeta
-from plnlp_core.datasets import DATASETS, LinkSplit
+from plnlp_core.data.datasets import DATASETS, LinkSplit
+from plnlp_core.data.node_ids import NodeIds
 from plnlp_core.nn.node_input import summarize_categories
-from plnlp_core.node_ids import NodeIds
 
 PAIR_TABLES = ("valid_pos", "valid_neg", "test_pos", "test_neg")
 NODE_IDS_FILE = "node_ids.parquet"

@@ -3,7 +3,7 @@ from code, so this file is logged with each model and run when one is
 loaded (``mlflow.pyfunc.load_model``, ``mlflow models serve``), with the
 model's own copy of :mod:`plnlp_core`. It scores pairs of the user's node
 ids: a frame with ``src`` and ``dst`` in, one ``score`` column out, as
-:class:`plnlp_core.link_scorer.LinkScorer` computes it (on the GPU when
+:class:`plnlp_core.scoring.link_scorer.LinkScorer` computes it (on the GPU when
 there is one). The ids arrive as the request sent them (see
 :data:`components.model_export.ID_COLUMN_TYPES`) and are refused as
 ``pipelines/predict.py`` refuses them, in the same sentence."""
@@ -16,7 +16,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
 from plnlp_core.errors import PLNLPError
-from plnlp_core.link_scorer import LinkScorer
+from plnlp_core.scoring.link_scorer import LinkScorer
 
 SCORER_ARTIFACT = "scorer"
 

@@ -8,7 +8,7 @@ trusted only when its files match the manifest exactly.
 
 In a local folder (or one every node mounts) an entry is written in a
 scratch folder beside it and renamed into place once complete
-(:func:`plnlp_core.publishing.publish`), so a partially written entry is
+(:func:`plnlp_core.data.publishing.publish`), so a partially written entry is
 never visible under its final name, and of two processes building one key,
 the one that renames second discards its copy.
 
@@ -35,9 +35,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from components.storage import Location, location, node_scratch_dir, storage_problem
-from plnlp_core.datasets import cache_dir
+from plnlp_core.data.datasets import cache_dir
+from plnlp_core.data.publishing import STALE, owner_id, publish, remove_stale_scratch, scratch_path
 from plnlp_core.errors import PLNLPError
-from plnlp_core.publishing import STALE, owner_id, publish, remove_stale_scratch, scratch_path
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"

@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
+from plnlp_core.data.publishing import written_file
 from plnlp_core.errors import PLNLPError
-from plnlp_core.publishing import written_file
 
 
 class Location:

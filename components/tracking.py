@@ -19,7 +19,7 @@ from components.plots import plot_learning_curve, plot_validation_curves
 from components.stage_cache import local_entry
 from components.storage import local_copy
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.own_graph import GraphReport
+from plnlp_core.data.own_graph import GraphReport
 
 FAILURE_TAG = "failure_reason"
 INTERRUPTED_TAG = "interrupted_at_epoch"

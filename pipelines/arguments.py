@@ -8,9 +8,9 @@ from pathlib import Path
 
 from components.workers import WorkerGroup
 from pipelines.run_plan import GraphFlags, RunRequest
-from plnlp_core.datasets import DATASETS
-from plnlp_core.heuristics import HEURISTICS
-from plnlp_core.own_graph import DEFAULT_SPLIT
+from plnlp_core.data.datasets import DATASETS
+from plnlp_core.data.own_graph import DEFAULT_SPLIT
+from plnlp_core.scoring.heuristics import HEURISTICS
 
 
 def run_request(argv: list[str] | None = None) -> RunRequest:

@@ -26,7 +26,7 @@ from pipelines.services import (
     local_store_path,
     tracking_store_lock,
 )
-from plnlp_core.datasets import cache_dir
+from plnlp_core.data.datasets import cache_dir
 from plnlp_core.errors import PLNLPError
 
 T = TypeVar("T")

@@ -323,7 +323,7 @@ def compiled_defaults(args: argparse.Namespace) -> dict[str, object]:
     ``--use-gpu`` (pods with no GPU) a default preset made for a GPU gives
     way to the dataset's CPU preset, or is refused when it has none."""
     from pipelines.presets import preset_names, preset_needs_gpu
-    from plnlp_core.datasets import DATASETS
+    from plnlp_core.data.datasets import DATASETS
 
     dataset = args.dataset or "ddi"
     presets_of = dataset if dataset in DATASETS.names else "own"  # a graph of one's own

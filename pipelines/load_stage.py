@@ -16,7 +16,7 @@ from components.load import (
 from components.stage_cache import stage_cache_root
 from components.storage import location
 from pipelines.run_plan import GraphFlags, GraphSource
-from plnlp_core.datasets import data_root_setting
+from plnlp_core.data.datasets import data_root_setting
 
 
 def load_stage(source: GraphSource, graph: GraphFlags, data_root: str | None,

@@ -13,7 +13,7 @@ from mlflow.tracking import MlflowClient
 from components.model_export import MODEL_ARTIFACT, logged_model_uri
 from pipelines.services import check_store_exists
 from plnlp_core.errors import PLNLPError
-from plnlp_core.link_scorer import LinkScorer
+from plnlp_core.scoring.link_scorer import LinkScorer
 
 _RUN = re.compile(r"^runs:/(?P<run>[^/]+)/(?P<path>.+)$")
 _ALIAS = re.compile(r"^models:/(?P<name>[^@/]+)@(?P<alias>.+)$")

@@ -22,8 +22,8 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from pipelines.process_exit import skip_final_collection
+from plnlp_core.data.publishing import written_file
 from plnlp_core.errors import PLNLPError
-from plnlp_core.publishing import written_file
 
 FORMATS = (".csv", ".parquet")
 

@@ -27,7 +27,7 @@ def validation_metric(run: object) -> str:
     """The run's ``final_valid_<metric>`` that picks the champion: its
     dataset's main metric (AUC for a graph of one's own). A run with a
     model has it: the model is logged after the final metrics."""
-    from plnlp_core.datasets import DATASETS
+    from plnlp_core.data.datasets import DATASETS
 
     dataset = run.data.params.get("dataset", "")
     return f"final_valid_{DATASETS.get(dataset).main_metric_key}" \

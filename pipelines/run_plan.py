@@ -19,10 +19,10 @@ from pipelines.presets import (
     read_mapping,
 )
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS, DatasetInfo
+from plnlp_core.data.datasets import DATASETS, DatasetInfo
+from plnlp_core.data.own_graph import DEFAULT_SPLIT, describe_own_graph, parse_split
 from plnlp_core.errors import PLNLPError
-from plnlp_core.heuristics import HEURISTICS
-from plnlp_core.own_graph import DEFAULT_SPLIT, describe_own_graph, parse_split
+from plnlp_core.scoring.heuristics import HEURISTICS
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from pathlib import Path
 import yaml
 
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS, DatasetInfo
+from plnlp_core.data.datasets import DATASETS, DatasetInfo
+from plnlp_core.data.own_graph import describe_own_graph, parse_split
 from plnlp_core.errors import PLNLPError
-from plnlp_core.own_graph import describe_own_graph, parse_split
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 NEEDS_GPU = "needs_gpu"

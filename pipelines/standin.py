@@ -34,8 +34,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     # imported after parsing so that --help answers without loading torch
+    from plnlp_core.data.standins import standin_size, write_standin
     from plnlp_core.errors import PLNLPError
-    from plnlp_core.standins import standin_size, write_standin
 
     started = time.perf_counter()
     try:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from components.workers import WorkerGroup
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DatasetInfo
+from plnlp_core.data.datasets import DatasetInfo
 from plnlp_core.errors import PLNLPError
 
 KEYS = ("preset", "metric", "mode", "num_samples", "search", "scheduler", "max_concurrent",

@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipelines.arguments import add_graph_args, add_register_arg
+from pipelines.arguments import add_graph_args, add_register_arg, graph_flags
 from pipelines.process_exit import skip_final_collection
 from pipelines.settings import (
     GraphSource,
@@ -33,7 +33,7 @@ from pipelines.settings import (
 )
 from pipelines.sweep_space import SearchSpace
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS
+from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
 
 if TYPE_CHECKING:
@@ -183,7 +183,7 @@ def tune_state(work_dir: str | None, run_id: str) -> "Location":
     """Where a new sweep keeps its Ray Tune state: ``tune/<run id>`` under
     ``work_dir``, else under the cache, beside the runs' checkpoints."""
     from components.storage import location
-    from plnlp_core.datasets import cache_dir
+    from plnlp_core.data.datasets import cache_dir
 
     return location(work_dir or cache_dir()) / "tune" / run_id
 
@@ -208,7 +208,7 @@ def sweep(args: argparse.Namespace, space: SearchSpace, source: GraphSource) -> 
         mlflow.log_text(args.space.read_text(), "search_space.yaml")
         mlflow.set_tag(TUNE_STATE_TAG, tune_state(args.work_dir, parent.run_id).uri)
     state = location(mlflow.get_run(parent.run_id).data.tags[TUNE_STATE_TAG])
-    dataset = load_stage(args, source)
+    dataset = load_stage(source, graph_flags(args), args.data_root, args.work_dir)
     options = {"tracking_uri": mlflow.get_tracking_uri(), "metric": space.metric,
                "checkpoints": checkpoint_root(args.work_dir).uri,
                "max_failures": args.max_failures, "parent_run_id": parent.run_id,

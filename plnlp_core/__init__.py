@@ -11,11 +11,11 @@ torch, PyG, ogb and pyarrow (no Ray, no MLflow). One experiment::
 """
 from plnlp_core.assembly import build_model, build_sampler, build_training_graph
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS, LinkSplit, resolve_data_root
+from plnlp_core.data.datasets import DATASETS, LinkSplit, resolve_data_root
+from plnlp_core.data.ogb_reader import load_ogb
 from plnlp_core.errors import PLNLPError
 from plnlp_core.experiment import Experiment, prepare_experiment, run_experiment
 from plnlp_core.fitting import fit
-from plnlp_core.ogb_reader import load_ogb
 
 __all__ = [
     "DATASETS",

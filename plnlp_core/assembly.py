@@ -6,7 +6,7 @@ import torch
 from torch import Tensor, nn
 
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DatasetInfo, LinkSplit
+from plnlp_core.data.datasets import DatasetInfo, LinkSplit
 from plnlp_core.edge_set import EdgeSet
 from plnlp_core.graph import (
     TrainingGraph,

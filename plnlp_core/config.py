@@ -6,7 +6,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from plnlp_core.datasets import DATASETS, DatasetInfo
+from plnlp_core.data.datasets import DATASETS, DatasetInfo
 from plnlp_core.errors import PLNLPError
 from plnlp_core.losses import LOSSES, WEIGHTED_LOSSES
 from plnlp_core.nn import (

@@ -11,7 +11,7 @@ from torch import nn
 
 from plnlp_core.assembly import build_model, build_training_graph, build_walk_rounds
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import LinkSplit
+from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.fit_state import FitState
 from plnlp_core.fitting import EpochResult, FitResult, fit
 from plnlp_core.graph import TrainingGraph, WalkRounds

@@ -12,11 +12,11 @@ from torch import Tensor, nn
 
 from plnlp_core.assembly import build_optimizer, build_sampler, build_step_options
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import LinkSplit
-from plnlp_core.evaluation import evaluate
+from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.fit_state import FitState
 from plnlp_core.graph import TrainingGraph
 from plnlp_core.nn.model import unwrap
+from plnlp_core.scoring.evaluation import evaluate
 from plnlp_core.training import (
     check_precision,
     resolve_precision,

@@ -61,8 +61,8 @@ def standin_root(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def ddi_standin_split(tmp_path_factory: pytest.TempPathFactory):
     """The stand-in ddi (60 nodes, 320 train edges), loaded by ``load_ogb``."""
-    from plnlp_core.datasets import DATASETS
-    from plnlp_core.ogb_reader import load_ogb
+    from plnlp_core.data.datasets import DATASETS
+    from plnlp_core.data.ogb_reader import load_ogb
 
     root = write_ddi_standin(tmp_path_factory.mktemp("ddi-root"))
     with pytest.MonkeyPatch.context() as patch:

@@ -1,8 +1,8 @@
 """Small stand-ins for OGB datasets in OGB's exact on-disk layout, with the
-counts the tests were written against; :mod:`plnlp_core.standins` makes them."""
+counts the tests were written against; :mod:`plnlp_core.data.standins` makes them."""
 from pathlib import Path
 
-from plnlp_core.standins import StandinSize, write_standin
+from plnlp_core.data.standins import StandinSize, write_standin
 
 
 def write_ddi_standin(root: Path, num_nodes: int = 60, num_edges: int = 400, seed: int = 0) -> Path:

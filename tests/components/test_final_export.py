@@ -10,9 +10,9 @@ import torch
 from components.final_export import FINAL_FILE, SCORER_DIR, clear_final, export_best, read_final
 from plnlp_core.assembly import build_input_adjacency, build_model
 from plnlp_core.config import PLNLPConfig
+from plnlp_core.data.node_ids import NodeIds
 from plnlp_core.errors import PLNLPError
-from plnlp_core.link_scorer import LinkScorer
-from plnlp_core.node_ids import NodeIds
+from plnlp_core.scoring.link_scorer import LinkScorer
 
 SMALL = PLNLPConfig(embedding_dim=8, hidden_channels=8, predictor_hidden=8, predictor="mlp")
 

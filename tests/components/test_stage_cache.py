@@ -25,7 +25,7 @@ from components.stage_cache import (
     verify,
 )
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS
+from plnlp_core.data.datasets import DATASETS
 
 INPUTS = {"dataset": "demo", "files": {"a.csv": [10, 123]}}
 

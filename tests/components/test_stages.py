@@ -14,9 +14,9 @@ from components.model_export import evaluate_and_export
 from components.parquet_io import read_split
 from components.train import train
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS
-from plnlp_core.link_scorer import LinkScorer
-from plnlp_core.ogb_reader import load_ogb
+from plnlp_core.data.datasets import DATASETS
+from plnlp_core.data.ogb_reader import load_ogb
+from plnlp_core.scoring.link_scorer import LinkScorer
 
 pytestmark = pytest.mark.slow
 

@@ -5,9 +5,8 @@ import torch
 
 from plnlp_core.assembly import build_model, build_step_options, build_training_graph
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS
+from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
-from plnlp_core.evaluation import evaluate
 from plnlp_core.fitting import fit
 from plnlp_core.graph import build_adjacency
 from plnlp_core.nn import EdgeLevelModel
@@ -19,6 +18,7 @@ from plnlp_core.nn.common_neighbors import (
     path3_counts,
     remove_edges,
 )
+from plnlp_core.scoring.evaluation import evaluate
 from plnlp_core.training import draw_batch, train_step
 
 

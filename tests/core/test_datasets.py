@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from plnlp_core.datasets import DATASETS, cache_dir, resolve_data_root
+from plnlp_core.data.datasets import DATASETS, cache_dir, resolve_data_root
+from plnlp_core.data.ogb_reader import load_ogb
 from plnlp_core.errors import PLNLPError
-from plnlp_core.ogb_reader import load_ogb
 from tests.standin import write_ddi_standin
 
 DDI = DATASETS.get("ddi")

@@ -16,7 +16,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from plnlp_core.assembly import build_model, build_step_options
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS
+from plnlp_core.data.datasets import DATASETS
 from plnlp_core.graph import build_adjacency
 from plnlp_core.training import PairBatch, train_step
 

@@ -7,9 +7,9 @@ from sklearn.metrics import roc_auc_score
 
 from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS, DatasetInfo
-from plnlp_core.evaluation import auc, evaluate, ogb_metrics, score_pairs
+from plnlp_core.data.datasets import DATASETS, DatasetInfo
 from plnlp_core.graph import build_adjacency
+from plnlp_core.scoring.evaluation import auc, evaluate, ogb_metrics, score_pairs
 
 DDI = DATASETS.get("ddi")
 

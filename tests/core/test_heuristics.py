@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 import torch
 
+from plnlp_core.data.own_graph import load_own_graph
 from plnlp_core.errors import PLNLPError
-from plnlp_core.heuristics import HEURISTICS, adjacency, heuristic_metrics, heuristic_scores
-from plnlp_core.own_graph import load_own_graph
+from plnlp_core.scoring.heuristics import HEURISTICS, adjacency, heuristic_metrics, heuristic_scores
 
 NETWORKX = {
     "cn": lambda graph, pairs: [len(list(nx.common_neighbors(graph, u, v))) for u, v in pairs],

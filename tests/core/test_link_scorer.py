@@ -9,9 +9,9 @@ import torch
 
 from plnlp_core.assembly import build_input_adjacency, build_model
 from plnlp_core.config import PLNLPConfig
+from plnlp_core.data.node_ids import NodeIds
 from plnlp_core.errors import PLNLPError
-from plnlp_core.link_scorer import LinkScorer, known_edges
-from plnlp_core.node_ids import NodeIds
+from plnlp_core.scoring.link_scorer import LinkScorer, known_edges
 
 SMALL = {"embedding_dim": 8, "hidden_channels": 8, "predictor_hidden": 8}
 

@@ -9,7 +9,7 @@ import torch
 
 from plnlp_core.assembly import build_model, build_training_graph, parameter_groups
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS
+from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
 from plnlp_core.fitting import fit
 from plnlp_core.graph import build_adjacency

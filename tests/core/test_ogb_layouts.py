@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from plnlp_core.datasets import DATASETS
+from plnlp_core.data.datasets import DATASETS
+from plnlp_core.data.ogb_reader import NUMPY_SAFE_GLOBALS, load_ogb
 from plnlp_core.errors import PLNLPError
-from plnlp_core.ogb_reader import NUMPY_SAFE_GLOBALS, load_ogb
 from tests.standin import write_citation2_standin, write_collab_standin, write_ddi_standin
 
 PPA_FEATURES = np.random.default_rng(0).integers(0, 2, size=(60, 58))

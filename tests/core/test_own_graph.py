@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 import torch
 
+from plnlp_core.data.own_graph import load_own_graph, parse_split
 from plnlp_core.edge_set import EdgeSet
 from plnlp_core.errors import PLNLPError
-from plnlp_core.own_graph import load_own_graph, parse_split
 
 
 def write(frame: pd.DataFrame, path: Path) -> Path:

@@ -14,12 +14,11 @@ import pandas as pd
 import pytest
 import torch
 
-import plnlp_core.standins as standins
+import plnlp_core.data.standins as standins
 from pipelines.standin import main as standin_main
-from plnlp_core.datasets import DATASETS, cache_dir
-from plnlp_core.errors import PLNLPError
-from plnlp_core.ogb_reader import NUMPY_SAFE_GLOBALS, load_ogb
-from plnlp_core.standins import (
+from plnlp_core.data.datasets import DATASETS, cache_dir
+from plnlp_core.data.ogb_reader import NUMPY_SAFE_GLOBALS, load_ogb
+from plnlp_core.data.standins import (
     SIZES,
     SPLIT_TYPES,
     StandinSize,
@@ -30,6 +29,7 @@ from plnlp_core.standins import (
     standin_size,
     write_standin,
 )
+from plnlp_core.errors import PLNLPError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SMALL_PPA = standin_size("ppa", "real", scale=3000 / 576_289)

@@ -4,10 +4,10 @@ import torch
 
 from plnlp_core.assembly import build_model, build_training_graph
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.evaluation import evaluate
 from plnlp_core.experiment import prepare_experiment, run_experiment
 from plnlp_core.fitting import fit
 from plnlp_core.losses import LOSSES
+from plnlp_core.scoring.evaluation import evaluate
 from plnlp_core.training import PairBatch, StepOptions, draw_batch, train_step
 
 SMALL = dict(embedding_dim=16, hidden_channels=16, predictor_hidden=16, epochs=8,
@@ -137,7 +137,7 @@ def test_weighted_loss_ranks_edges_with_normalized_margins_by_default(ddi_standi
 def test_train_step_returns_the_unscaled_ranking_loss_without_l2():
     torch.manual_seed(0)
     config = PLNLPConfig(embedding_dim=4, hidden_channels=4, encoder="none")
-    from plnlp_core.datasets import DATASETS
+    from plnlp_core.data.datasets import DATASETS
     from plnlp_core.graph import build_adjacency
 
     model = build_model(config, DATASETS.get("ddi"), 6)
@@ -171,7 +171,7 @@ def test_draw_batch_pairs_m_positives_with_m_negatives_shared_num_neg_ways():
 
 
 def test_clip_gradients_clips_encoder_and_predictor_each_and_not_the_embedding():
-    from plnlp_core.datasets import DATASETS
+    from plnlp_core.data.datasets import DATASETS
 
     torch.manual_seed(0)
     config = PLNLPConfig(embedding_dim=8, hidden_channels=8, predictor="mlp", predictor_hidden=8)

@@ -9,7 +9,7 @@ import yaml
 from components.checkpoints import CHECKPOINTS_TAG, SHAPES_FILE
 from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS
+from plnlp_core.data.datasets import DATASETS
 
 CONFIG = PLNLPConfig(embedding_dim=8, hidden_channels=8, predictor_hidden=8)
 

@@ -40,7 +40,7 @@ from pipelines.run import main as run_main
 from pipelines.standin import main as standin_main
 from pipelines.tune import TUNE_STATE_TAG
 from pipelines.tune import main as tune_main
-from plnlp_core.datasets import DATASETS
+from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
 from tests.processes import free_port, pipeline_env, process_group
 from tests.standin import write_collab_standin, write_ddi_standin
@@ -541,13 +541,13 @@ def split_folder_without_test(tmp: Path) -> Path:
 @pytest.mark.parametrize("entry_id", SETTINGS)
 def test_bad_settings_are_refused_before_anything_starts(entry_id, tmp_path, mlflow_store,
                                                          monkeypatch, capsys):
-    import pipelines.settings
+    import pipelines.presets
 
     presets = tmp_path / "presets"
     presets.mkdir()
     write(presets / "ddi.yaml", "typo:\n  lr: 0.01\n  hiden_channels: 8\n")
     if entry_id == "preset-unknown-setting":
-        monkeypatch.setattr(pipelines.settings, "PRESETS_DIR", presets)
+        monkeypatch.setattr(pipelines.presets, "PRESETS_DIR", presets)
     code = run_main(SETTINGS[entry_id](tmp_path))
     assert_refused(entry_id, code, capsys.readouterr().err,
                    "test_bad_settings_are_refused_before_anything_starts")
@@ -628,9 +628,9 @@ def test_impossible_standins_are_refused(entry_id, tmp_path, capsys):
 ])
 def test_standin_generators_that_give_up_are_refused(entry_id, patch, tmp_path, monkeypatch,
                                                      capsys):
-    import plnlp_core.standins.generating
+    import plnlp_core.data.standins.generating
 
-    monkeypatch.setattr(plnlp_core.standins.generating, *patch)
+    monkeypatch.setattr(plnlp_core.data.standins.generating, *patch)
     code = standin_main(["--dataset", "ddi", "--out", str(tmp_path)])
     assert_refused(entry_id, code, capsys.readouterr().err,
                    "test_standin_generators_that_give_up_are_refused")
@@ -639,13 +639,13 @@ def test_standin_generators_that_give_up_are_refused(entry_id, patch, tmp_path, 
 
 def test_library_safety_nets_raise_plnlp_error(tmp_path, monkeypatch):
     """Checks that commands never reach; the library refuses all the same."""
-    import plnlp_core.standins
+    import plnlp_core.data.standins
     from components.stage_cache import MANIFEST, content_digest
+    from plnlp_core.data.standins import StandinSize, check_standin_size, standin_size
     from plnlp_core.losses import LOSSES
     from plnlp_core.nn.node_input import category_index
-    from plnlp_core.standins import StandinSize, check_standin_size, standin_size
 
-    monkeypatch.delitem(plnlp_core.standins.SPLIT_TYPES, "ppa")  # a dataset without a stand-in
+    monkeypatch.delitem(plnlp_core.data.standins.SPLIT_TYPES, "ppa")  # a dataset without a stand-in
     raised = {
         "standin-too-small": lambda: check_standin_size("ddi", StandinSize(1, 0, 1, 1, 1, 1)),
         "standin-unknown-dataset": lambda: standin_size("ppa", "tiny"),
@@ -1494,8 +1494,8 @@ def predict_store(mlflow_store, ddi_standin_split, tmp_path) -> dict[str, str]:
     from components.model_registry import register_link_model
     from plnlp_core.assembly import build_input_adjacency, build_model
     from plnlp_core.config import PLNLPConfig
-    from plnlp_core.link_scorer import LinkScorer
-    from plnlp_core.node_ids import NodeIds
+    from plnlp_core.data.node_ids import NodeIds
+    from plnlp_core.scoring.link_scorer import LinkScorer
 
     mlflow.set_experiment("predict")  # not the experiment an earlier test left active
     config = PLNLPConfig(embedding_dim=8, hidden_channels=8)

@@ -9,9 +9,9 @@ from components.tracking import median_epoch_interval, median_interval
 from pipelines.arguments import run_request
 from pipelines.run import main
 from pipelines.run_plan import plan_run
-from plnlp_core.datasets import DATASETS
+from plnlp_core.data.datasets import DATASETS
+from plnlp_core.data.ogb_reader import load_ogb
 from plnlp_core.experiment import prepare_experiment, run_experiment
-from plnlp_core.ogb_reader import load_ogb
 
 pytestmark = pytest.mark.slow
 

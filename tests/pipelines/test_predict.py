@@ -20,9 +20,9 @@ from mlflow.tracking import MlflowClient
 from components.model_registry import CHAMPION, register_link_model
 from pipelines.predict import main as predict
 from pipelines.run import main as run
-from plnlp_core.datasets import DATASETS
-from plnlp_core.evaluation import ogb_metrics
-from plnlp_core.ogb_reader import load_ogb
+from plnlp_core.data.datasets import DATASETS
+from plnlp_core.data.ogb_reader import load_ogb
+from plnlp_core.scoring.evaluation import ogb_metrics
 from tests.pipelines.test_own_graph import TINY, edge_list
 from tests.processes import free_port, process_group, wait_for_http
 

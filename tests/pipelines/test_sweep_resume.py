@@ -20,7 +20,7 @@ from pipelines.interrupts import SignalGuard, library_stops_first
 from pipelines.sweep_space import SearchSpace
 from pipelines.tune import TUNE_STATE_TAG, fit, main
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS
+from plnlp_core.data.datasets import DATASETS
 from tests.pipelines.test_tune import TINY, sweep_runs, write_space
 
 EPOCHS = 150  # of the second trial: the interrupt comes well before its end

@@ -4,7 +4,7 @@ from pathlib import Path
 from pipelines.settings import load_preset
 from pipelines.sweep_space import SearchSpace
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DATASETS
+from plnlp_core.data.datasets import DATASETS
 
 LR = {"lr": {"choice": [0.01, 0.05]}}
 

@@ -12,15 +12,15 @@ self-loops are dropped. Degrees are therefore heavy-tailed, as on the real
 graphs. Validation and test positives are disjoint from the training edges,
 and every negative is a non-edge of the whole graph.
 
-The sizes and their checks are in :mod:`~plnlp_core.standins.sizing`, the
-random graphs in :mod:`~plnlp_core.standins.generating`, OGB's files in
-:mod:`~plnlp_core.standins.ogb_writer` and the cache in
-:mod:`~plnlp_core.standins.cache`.
+The sizes and their checks are in :mod:`~plnlp_core.data.standins.sizing`, the
+random graphs in :mod:`~plnlp_core.data.standins.generating`, OGB's files in
+:mod:`~plnlp_core.data.standins.ogb_writer` and the cache in
+:mod:`~plnlp_core.data.standins.cache`.
 """
-from plnlp_core.standins.cache import FORMAT_VERSION, cached_standin
-from plnlp_core.standins.generating import DEGREE_EXPONENT
-from plnlp_core.standins.ogb_writer import write_standin
-from plnlp_core.standins.sizing import (
+from plnlp_core.data.standins.cache import FORMAT_VERSION, cached_standin
+from plnlp_core.data.standins.generating import DEGREE_EXPONENT
+from plnlp_core.data.standins.ogb_writer import write_standin
+from plnlp_core.data.standins.sizing import (
     SIZES,
     SPLIT_TYPES,
     StandinSize,

@@ -18,9 +18,9 @@ import scipy.sparse as sp
 import torch
 from torch import Tensor
 
-from plnlp_core.datasets import LinkSplit
-from plnlp_core.evaluation import ogb_metrics
+from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.registry import Registry
+from plnlp_core.scoring.evaluation import ogb_metrics
 
 HEURISTICS: Registry[Callable[[np.ndarray], np.ndarray]] = Registry("heuristic")
 
@@ -73,7 +73,7 @@ def heuristic_scores(name: str, adj: sp.csr_array, pairs: Tensor,
 def heuristic_metrics(name: str, split: LinkSplit, edges: Tensor | None = None,
                       batch_size: int = 16384) -> dict[str, float]:
     """The valid and test metrics of heuristic ``name`` on ``split``, keyed as
-    :func:`plnlp_core.evaluation.evaluate` keys them (``valid_hits_20``,
+    :func:`plnlp_core.scoring.evaluation.evaluate` keys them (``valid_hits_20``,
     ``test_auc``, ...), on the graph of ``edges`` (default: the training
     edges; pass the validation edges too where they are an input)."""
     HEURISTICS.get(name)  # an unknown name fails before the graph is built

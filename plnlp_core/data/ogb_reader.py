@@ -29,7 +29,7 @@ import torch
 from numpy import dtypes
 from torch import Tensor
 
-from plnlp_core.datasets import DATASETS, SPLIT_PARTS, DatasetInfo, LinkSplit
+from plnlp_core.data.datasets import DATASETS, SPLIT_PARTS, DatasetInfo, LinkSplit
 from plnlp_core.errors import PLNLPError, first_line
 
 # The globals OGB's pickled numpy arrays name; nothing else may be unpickled.

@@ -4,7 +4,7 @@ that are no edges, all as int64 numpy arrays."""
 import numpy as np
 
 from plnlp_core.errors import PLNLPError
-from plnlp_core.standins.sizing import CHUNK, StandinSize
+from plnlp_core.data.standins.sizing import CHUNK, StandinSize
 
 DEGREE_EXPONENT = 2.3
 _MAX_ROUNDS = 64

@@ -1,12 +1,12 @@
 """Stand-ins cached under ``cache_dir() / "standins"``, each generated once
-and published atomically (:func:`plnlp_core.publishing.publish`)."""
+and published atomically (:func:`plnlp_core.data.publishing.publish`)."""
 import time
 from pathlib import Path
 
-from plnlp_core.datasets import DatasetInfo, cache_dir
-from plnlp_core.publishing import publish, remove_stale_scratch
-from plnlp_core.standins.ogb_writer import write_standin
-from plnlp_core.standins.sizing import (
+from plnlp_core.data.datasets import DatasetInfo, cache_dir
+from plnlp_core.data.publishing import publish, remove_stale_scratch
+from plnlp_core.data.standins.ogb_writer import write_standin
+from plnlp_core.data.standins.sizing import (
     StandinSize,
     check_standin_size,
     describe,

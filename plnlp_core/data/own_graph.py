@@ -22,7 +22,7 @@ Node ids, integers or strings, become ``0 .. n - 1`` in their sorted order
 over every file, and the mapping comes back as a table (``id``, ``index``).
 Node features, optional, are a file with a column ``id`` and numeric
 columns. Bad input gives one :class:`PLNLPError` that names the file and the
-fix. The graph is scored by AUC and Hits@K (see :mod:`plnlp_core.evaluation`).
+fix. The graph is scored by AUC and Hits@K (see :mod:`plnlp_core.scoring.evaluation`).
 """
 import dataclasses
 from collections.abc import Sequence
@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 import torch
 from torch import Tensor
 
-from plnlp_core.datasets import SPLIT_PARTS, DatasetInfo, LinkSplit
+from plnlp_core.data.datasets import SPLIT_PARTS, DatasetInfo, LinkSplit
 from plnlp_core.edge_set import EdgeSet
 from plnlp_core.errors import PLNLPError, first_line
 

@@ -1,6 +1,6 @@
 """The mapping between a graph's node ids as its user names them and the
 positions ``0 .. n - 1`` the model indexes: the identity for OGB's datasets,
-the sorted ids of a graph of one's own (see :mod:`plnlp_core.own_graph`)."""
+the sorted ids of a graph of one's own (see :mod:`plnlp_core.data.own_graph`)."""
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc

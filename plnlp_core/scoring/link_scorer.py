@@ -28,11 +28,11 @@ from torch_geometric.utils import to_torch_csr_tensor, to_undirected
 
 from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.datasets import DatasetInfo, LinkSplit
+from plnlp_core.data.datasets import DatasetInfo, LinkSplit
+from plnlp_core.data.node_ids import NodeIds
 from plnlp_core.errors import PLNLPError
-from plnlp_core.evaluation import score_pairs
 from plnlp_core.nn import PLNLPModel
-from plnlp_core.node_ids import NodeIds
+from plnlp_core.scoring.evaluation import score_pairs
 
 TENSORS_FILE = "scorer.pt"
 META_FILE = "scorer.json"

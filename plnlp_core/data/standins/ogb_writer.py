@@ -11,11 +11,11 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import torch
 
-from plnlp_core.datasets import DatasetInfo
+from plnlp_core.data.datasets import DatasetInfo
 from plnlp_core.errors import PLNLPError
-from plnlp_core.publishing import publish
-from plnlp_core.standins.generating import draw_positives, negative_pairs, negative_targets
-from plnlp_core.standins.sizing import (
+from plnlp_core.data.publishing import publish
+from plnlp_core.data.standins.generating import draw_positives, negative_pairs, negative_targets
+from plnlp_core.data.standins.sizing import (
     CHUNK,
     SPLIT_TYPES,
     StandinSize,

@@ -3,7 +3,7 @@ AUC for graphs of one's own."""
 import torch
 from torch import Tensor
 
-from plnlp_core.datasets import DatasetInfo
+from plnlp_core.data.datasets import DatasetInfo
 from plnlp_core.nn import PLNLPModel
 
 # Own graphs take OGB's Hits@K from the Evaluator of a Hits dataset, its K set per cut-off.

@@ -1,7 +1,7 @@
 """The catalogue of link-prediction datasets: what is known of each before
 loading it (:class:`DatasetInfo`, the table :data:`DATASETS`), the canonical
 form every loader returns (:class:`LinkSplit`), and where data lives. OGB's
-on-disk layout is read by :mod:`plnlp_core.ogb_reader`."""
+on-disk layout is read by :mod:`plnlp_core.data.ogb_reader`."""
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +17,7 @@ SPLIT_PARTS = ("train", "valid", "test")
 class DatasetInfo:
     """What is known of a dataset before loading it. ``metric`` is OGB's
     (``hits@20``, ``mrr``), or ``auc`` for a graph of one's own (see
-    :mod:`plnlp_core.own_graph`), which is also scored by Hits@K for each
+    :mod:`plnlp_core.data.own_graph`), which is also scored by Hits@K for each
     cut-off in ``hits_k``."""
 
     name: str

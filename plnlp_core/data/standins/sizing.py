@@ -4,7 +4,7 @@ edges, more memory than is available) before any work starts."""
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from plnlp_core.datasets import DATASETS, DatasetInfo
+from plnlp_core.data.datasets import DATASETS, DatasetInfo
 from plnlp_core.errors import PLNLPError
 
 SPLIT_TYPES = {"ddi": "target", "collab": "time", "ppa": "throughput", "citation2": "time"}
