@@ -16,8 +16,10 @@ finishes).
 import argparse
 import contextlib
 import logging
+import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,6 +51,8 @@ SWEEP_FLAGS = {"overrides": "--set", "num_samples": "--num-samples",
                "max_concurrent": "--max-concurrent", "num_workers": "--num-workers",
                "cpus_per_worker": "--cpus-per-worker", "gpus_per_worker": "--gpus-per-worker",
                "experiment": "--experiment"}
+# Ray Tune's choice of console (1: its newer one).
+TUNE_CONSOLE = "RAY_AIR_NEW_OUTPUT"
 # What Ray Tune logs as it stops for an interrupt, which the command says its own way.
 TUNE_INTERRUPT_NOTES = ("Stop signal received", "Experiment has been interrupted",
                         "Trials did not complete")
@@ -206,8 +210,6 @@ def sweep(args: argparse.Namespace, space: SearchSpace, source: GraphSource) -> 
     if args.resume is None:
         log_config(space.base, space.describe(), exclude=space.searched)
         mlflow.log_text(args.space.read_text(), "search_space.yaml")
-        mlflow.set_tag(TUNE_STATE_TAG, tune_state(args.work_dir, parent.run_id).uri)
-    state = location(mlflow.get_run(parent.run_id).data.tags[TUNE_STATE_TAG])
     dataset = load_stage(source, graph_flags(args), args.data_root, args.work_dir)
     options = {"tracking_uri": mlflow.get_tracking_uri(), "metric": space.metric,
                "checkpoints": checkpoint_root(args.work_dir).uri,
@@ -218,9 +220,12 @@ def sweep(args: argparse.Namespace, space: SearchSpace, source: GraphSource) -> 
         tune.with_parameters(SweepTrial, base=space.base.to_dict(), dataset=dataset,
                              options=options), TRIAL_RESOURCES)
     if args.resume is not None:  # failed trials stay failed, as the trials' table has them
+        state = location(mlflow.get_run(parent.run_id).data.tags[TUNE_STATE_TAG])
         tuner = tune.Tuner.restore(state.uri, trainable, resume_unfinished=True,
                                    resume_errored=False, restart_errored=False)
-    else:
+    else:  # from here on, an interrupt leaves a sweep that --resume goes on with
+        state = tune_state(args.work_dir, parent.run_id)
+        mlflow.set_tag(TUNE_STATE_TAG, state.uri)
         tuner = new_tuner(space, trainable, state, parent.run_id, args.verbose)
     fit(tuner, space, parent, args.verbose)
     best = summarise(space, parent, finished=True)
@@ -268,24 +273,41 @@ def fit(tuner: object, space: SearchSpace, run: object, verbose: bool) -> None:
     ended are summarised and the interrupt goes on."""
     from pipelines.interrupts import library_stops_first
 
-    notes = logging.getLogger("ray.tune.tune")
-    quiet = TuneInterruptNotes()
-    if not verbose:
-        notes.addFilter(quiet)
     try:
-        with library_stops_first():
+        with quiet_tune(verbose), library_stops_first():
             tuner.fit()
     except KeyboardInterrupt:
         with contextlib.suppress(Exception):  # a store gone meanwhile: the interrupt says so
             summarise(space, run, finished=False)
         raise
+
+
+@contextlib.contextmanager
+def quiet_tune(verbose: bool) -> Iterator[None]:
+    """Keeps Ray Tune's own console output off for the block unless
+    ``verbose``: its newer console prints a table as it starts whatever the
+    verbosity (the older one, chosen here, prints nothing at 0), and the
+    notes it logs as it stops for an interrupt, which the command says its
+    own way. The trials' own lines are printed as they end."""
+    if verbose:
+        yield
+        return
+    notes, quiet = logging.getLogger("ray.tune.tune"), TuneInterruptNotes()
+    notes.addFilter(quiet)
+    engine = os.environ.get(TUNE_CONSOLE)
+    os.environ[TUNE_CONSOLE] = "0"
+    try:
+        yield
     finally:
         notes.removeFilter(quiet)
+        if engine is None:
+            del os.environ[TUNE_CONSOLE]
+        else:
+            os.environ[TUNE_CONSOLE] = engine
 
 
 class TuneInterruptNotes(logging.Filter):
-    """Keeps off the console what Tune logs as it stops for an interrupt:
-    the command prints its own line, which says how to go on."""
+    """Drops what Tune logs as it stops for an interrupt."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not record.getMessage().startswith(TUNE_INTERRUPT_NOTES)

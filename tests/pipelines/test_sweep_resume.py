@@ -23,7 +23,7 @@ from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from tests.pipelines.test_tune import TINY, sweep_runs, write_space
 
-EPOCHS = 150  # of the second trial: the interrupt comes well before its end
+EPOCHS = 600  # of the second trial: Tune stops it within seconds, well before its end
 GRID_SPACE = f"""
 preset: smoke
 search: grid
