@@ -29,7 +29,7 @@ import torch
 from timing import MIB, PeakMemory, timed
 
 from components.model_export import log_link_model, logged_model_uri
-from pipelines.settings import load_preset
+from pipelines.presets import load_preset
 from plnlp_core.assembly import build_input_adjacency, build_model
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS, resolve_data_root

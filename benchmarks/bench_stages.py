@@ -34,7 +34,7 @@ from components.parquet_io import PAIR_TABLES
 from components.startup import startup_phases
 from components.train import train
 from components.workers import WorkerGroup
-from pipelines.settings import load_preset
+from pipelines.presets import load_preset
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS, cache_dir, resolve_data_root
 from plnlp_core.data.standins import cached_standin

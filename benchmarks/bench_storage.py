@@ -33,7 +33,7 @@ from timing import timed
 
 from components.checkpoints import write_checkpoint
 from components.storage import Location, location
-from pipelines.settings import load_preset
+from pipelines.presets import load_preset
 from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS, resolve_data_root

@@ -3,7 +3,6 @@ sampled config as a child MLflow run of the sweep's run, one Tune step per
 evaluated epoch; a trial an interrupt stopped goes on in its run, from its
 latest checkpoint, when the sweep is resumed."""
 import threading
-from dataclasses import asdict
 
 import mlflow
 import ray
@@ -55,7 +54,7 @@ class SweepTrial(tune.Trainable):
             mlflow.set_tracking_uri(options["tracking_uri"])
             with self._trial_run() as run:
                 if not run.data.params:  # a new run: one going on holds its settings
-                    log_config(config, asdict(options["workers"]))
+                    log_config(config, options["params"])
                 self.final = train_and_evaluate(
                     dataset, config, options["workers"], options["checkpoints"],
                     options["max_failures"], [reporter], options.get("decision_epochs", ()))

@@ -1,13 +1,15 @@
 """The command lines' flags, and the one place that turns them into a
 request: ``pipelines/run.py``'s into a :class:`RunRequest` (planned by
-:func:`pipelines.run_plan.plan_run`), and the graph and worker flags that
-``pipelines/tune.py`` and ``pipelines/kubeflow.py`` share with it. Nothing
+:func:`pipelines.run_plan.plan_run`), ``pipelines/tune.py``'s into a
+:class:`SweepRequest` (planned by :mod:`pipelines.sweep_plan`); and the
+graph and worker flags that ``pipelines/kubeflow.py`` shares with them. Nothing
 here imports Ray or MLflow, so ``--help`` answers at once."""
 import argparse
 from pathlib import Path
 
 from components.workers import WorkerGroup
 from pipelines.run_plan import GraphFlags, RunRequest
+from pipelines.sweep_plan import SweepRequest
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.data.own_graph import DEFAULT_SPLIT
 from plnlp_core.scoring.heuristics import HEURISTICS
@@ -63,6 +65,53 @@ def run_parser() -> argparse.ArgumentParser:
                         help="run a preset made for a GPU without one, without asking")
     parser.add_argument("--verbose", action="store_true",
                         help="show Ray's and MLflow's own progress lines too")
+    return parser
+
+
+def sweep_request(argv: list[str] | None = None) -> SweepRequest:
+    """``pipelines/tune.py``'s flags in ``argv`` (default: the command line's)."""
+    args = sweep_parser().parse_args(argv)
+    return SweepRequest(
+        dataset=args.dataset, space=args.space, resume=args.resume,
+        overrides=tuple(args.overrides), num_samples=args.num_samples,
+        max_concurrent=args.max_concurrent, num_workers=args.num_workers,
+        cpus_per_worker=args.cpus_per_worker, gpus_per_worker=args.gpus_per_worker,
+        max_failures=args.max_failures, experiment=args.experiment, data_root=args.data_root,
+        work_dir=args.work_dir, register=args.register, graph=graph_flags(args),
+        verbose=args.verbose)
+
+
+def sweep_parser() -> argparse.ArgumentParser:
+    """``pipelines/tune.py``'s flags."""
+    parser = argparse.ArgumentParser(prog="pipelines/tune.py",
+                                     description="Sweep PLNLP settings with Ray Tune.")
+    parser.add_argument("--dataset", required=True,
+                        help=f"one of {', '.join(DATASETS.names)}, or the path of your edge list "
+                             "or split folder (see pipelines/run.py --help)")
+    sweep_of = parser.add_mutually_exclusive_group(required=True)
+    sweep_of.add_argument("--space", type=Path, help="a tune_spaces/*.yaml file")
+    sweep_of.add_argument("--resume", metavar="RUN_ID",
+                          help="go on with an interrupted sweep (its MLflow run id), keeping "
+                               "the trials that ended; give the same --dataset, --data-root "
+                               "and --work-dir")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="fix one setting for every trial")
+    parser.add_argument("--num-samples", type=int, help="trials (default: the space's)")
+    parser.add_argument("--max-concurrent", type=int,
+                        help="trials at once (default: the space's, else what the cluster holds)")
+    parser.add_argument("--num-workers", type=int, help="Ray Train workers per trial")
+    parser.add_argument("--cpus-per-worker", type=int, help="CPUs each trial's worker holds")
+    parser.add_argument("--gpus-per-worker", type=float,
+                        help="GPUs each trial's worker holds; a fraction shares one GPU")
+    parser.add_argument("--max-failures", type=int, default=3,
+                        help="restarts of a trial's dead worker group (default: 3)")
+    parser.add_argument("--experiment", help="MLflow experiment (default: plnlp-<dataset>-tune)")
+    parser.add_argument("--data-root", help="folder holding OGB datasets")
+    parser.add_argument("--work-dir", help="scratch folder shared by all nodes on a cluster")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Ray's and MLflow's own progress lines too")
+    add_register_arg(parser)
+    add_graph_args(parser)
     return parser
 
 

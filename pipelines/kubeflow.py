@@ -123,15 +123,15 @@ def sweep(
     (a path in the image, relative to the repository), ``overrides`` fixed
     for every trial; ``num_samples`` 0 takes the space's, ``gpus`` > 0 gives
     each trial's worker a GPU (the space's resources otherwise)."""
-    from pipelines.tune import main
+    from pathlib import Path
 
-    argv = ["--dataset", dataset, "--space", space,
-            *[arg for override in overrides for arg in ("--set", override)],
-            *(["--data-root", data_root] if data_root else []),
-            *(["--work-dir", work_dir] if work_dir else []),
-            *(["--num-samples", str(num_samples)] if num_samples else []),
-            *(["--gpus-per-worker", "1"] if gpus > 0 else [])]
-    if (code := main(argv)) != 0:
+    from pipelines.sweep_plan import SweepRequest
+    from pipelines.tune import run_sweep
+
+    request = SweepRequest(dataset, Path(space), overrides=tuple(overrides),
+                           num_samples=num_samples or None, data_root=data_root or None,
+                           work_dir=work_dir or None, gpus_per_worker=1 if gpus > 0 else None)
+    if (code := run_sweep(request)) != 0:
         raise SystemExit(code)
 
 

@@ -18,7 +18,7 @@ Distributions: ``choice`` and ``grid`` (lists of values), ``uniform`` and
 ``loguniform`` ([low, high]), ``randint`` ([low, high], high excluded).
 ASHA's time is the epoch: a trial reports at every evaluated epoch.
 """
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from components.workers import WorkerGroup
@@ -60,11 +60,12 @@ class SearchSpace:
         data (dict): The file's mapping.
         resources (dict): Per-trial resources given on the command line,
             which override the file's.
+        preset (str, optional): The preset ``base`` started from.
     """
 
     def __init__(self, path: Path, base: PLNLPConfig, info: DatasetInfo, data: dict,
-                 resources: dict[str, float] | None = None) -> None:
-        self.path, self.base, self.info = path, base, info
+                 resources: dict[str, float] | None = None, preset: str | None = None) -> None:
+        self.path, self.base, self.info, self.preset = path, base, info, preset
         unknown = sorted(set(data) - set(KEYS))
         if unknown:
             self._refuse(unknown[0], f"is not a key of a search space; allowed: {', '.join(KEYS)}")
@@ -238,9 +239,16 @@ class SearchSpace:
             epoch *= self.asha["reduction_factor"]
         return rungs
 
+    def trial_params(self) -> dict[str, object]:
+        """What each trial's run logs beside its settings: the preset and
+        the worker group."""
+        preset = {} if self.preset is None else {"preset": self.preset}
+        return {**preset, **asdict(self.resources.worker_group())}
+
     def describe(self) -> dict[str, object]:
         """The search settings, as the sweep's MLflow params."""
-        return {"search_space": str(self.path), "searched": ",".join(self.searched),
+        preset = {} if self.preset is None else {"preset": self.preset}
+        return {**preset, "search_space": str(self.path), "searched": ",".join(self.searched),
                 "metric": self.metric, "mode": self.mode, "num_samples": self.num_samples,
                 "search": self.search, "scheduler": "asha" if self.asha else "none",
                 **{f"asha_{key}": value for key, value in (self.asha or {}).items()},

@@ -9,8 +9,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from components.model_export import logged_model_uri
-from pipelines import tune
-from pipelines.arguments import run_request
+from pipelines.arguments import run_request, sweep_request
 from pipelines.kubeflow import cluster_problems, main
 from pipelines.run_plan import plan_run
 
@@ -169,7 +168,7 @@ def test_rayjob_manifest_has_a_gpu_worker_group_and_an_entrypoint_the_cli_takes(
         assert request.workers.use_gpu
         assert plan_run(request).config.hidden_channels == 512  # the paper preset
     else:
-        args = tune.parse_args(argv)
+        args = sweep_request(argv)
         assert args.dataset == "ddi"
         assert args.gpus_per_worker == 1
         assert (REPO_ROOT / args.space.relative_to(IMAGE_REPO)).is_file()
