@@ -29,12 +29,12 @@ from timing import timed
 
 from components.augment import augment
 from components.load import load_dataset
-from components.model_export import evaluate_and_export
-from components.parquet_io import PAIR_TABLES
-from components.startup import startup_phases
+from components.recording.model_export import evaluate_and_export
+from components.storage.parquet_io import PAIR_TABLES
 from components.train import train
-from components.workers import WorkerGroup
-from pipelines.presets import load_preset
+from components.training.startup import startup_phases
+from components.training.workers import WorkerGroup
+from pipelines.planning.presets import load_preset
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS, cache_dir, resolve_data_root
 from plnlp_core.data.standins import cached_standin

@@ -50,7 +50,7 @@ def time_pipeline(data_root: str | None, split: LinkSplit) -> dict | None:
 
 def median_fit_epoch(config: PLNLPConfig, split: LinkSplit) -> float:
     """The median wall time between the ends of ``fit``'s epochs, evaluation included."""
-    from components.tracking import median_interval  # MLflow's module
+    from components.recording.tracking import median_interval  # MLflow's module
 
     ends: list[float] = []
     run_experiment(prepare_experiment(config, split),
@@ -65,7 +65,7 @@ def median_pipeline_epoch(data_root: str | None, folder: Path, threads: int) -> 
     import mlflow
     import ray
 
-    from components.tracking import median_epoch_interval
+    from components.recording.tracking import median_epoch_interval
     from pipelines.run import main as run_pipeline
 
     os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{folder}/mlflow.db"

@@ -26,7 +26,7 @@ where Ray and MLflow are installed, the pipeline's overhead on short
 epochs (:mod:`pipeline_overhead`): the median wall time between epochs
 through ``pipelines/run.py`` over ``fit``'s in this process (goal: at most
 1.10), and the seconds from the command to the first epoch, phase by phase
-(see :mod:`components.startup`). Only torch, torch-geometric, ogb and
+(see :mod:`components.training.startup`). Only torch, torch-geometric, ogb and
 pyarrow are needed for the rest, so it runs on a GPU machine without Ray or
 MLflow.
 """

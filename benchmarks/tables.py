@@ -70,7 +70,9 @@ def pipeline_text(pipeline: dict | None) -> str:
     """The pipeline's overhead ratio and start-up phases, or why they are missing."""
     if pipeline is None:
         return "pipeline overhead: not measured (Ray or MLflow missing, or --skip-pipeline)"
-    from components.startup import describe_startup  # the pipeline's: own_graphs.py needs none
+    from components.training.startup import (
+        describe_startup,  # the pipeline's: own_graphs.py needs none
+    )
 
     startup = pipeline["startup"]
     return (f"\npipeline ({pipeline['config']}): median epoch "

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import torch
 from timing import timed
 
-from components.parquet_io import pairs_table
+from components.storage.parquet_io import pairs_table
 from plnlp_core.assembly import build_training_graph
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit

@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipelines.presets import load_preset  # YAML only: no Ray, no MLflow
+from pipelines.planning.presets import load_preset  # YAML only: no Ray, no MLflow
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS, LinkSplit, resolve_data_root
 from plnlp_core.data.ogb_reader import load_ogb

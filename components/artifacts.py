@@ -17,7 +17,7 @@ class DatasetArtifact:
     ``valid_neg.parquet`` and ``test_{pos,neg}.parquet`` (``src``, ``dst``),
     ``node_features.parquet`` (``x``, one list per node) when the dataset has
     features, ``meta.json`` (``DatasetMeta``) and the stage cache's
-    ``manifest.json`` (see :mod:`components.stage_cache`).
+    ``manifest.json`` (see :mod:`components.storage.stage_cache`).
     """
 
     directory: str
@@ -79,7 +79,7 @@ class TrainArtifact:
     ``model.pt`` (a ``state_dict``), chosen by validation; ``fit_seconds``
     is how long the training loop took, epochs, evaluations, checkpoints and
     reports included (of the last attempt, after a restart); ``startup``
-    holds rank 0's start-up marks (see :mod:`components.startup`) when the
+    holds rank 0's start-up marks (see :mod:`components.training.startup`) when the
     last attempt started from scratch."""
 
     checkpoint_dir: str

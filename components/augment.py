@@ -10,9 +10,9 @@ import torch
 from torch import Tensor
 
 from components.artifacts import DatasetArtifact, WalkArtifact
-from components.parquet_io import pairs_table, read_split
 from components.scheduling import ANYWHERE
-from components.stage_cache import cached, content_digest, local_entry
+from components.storage.parquet_io import pairs_table, read_split
+from components.storage.stage_cache import cached, content_digest, local_entry
 from plnlp_core.assembly import input_edges
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.graph import build_adjacency
@@ -37,7 +37,7 @@ def augment(dataset: DatasetArtifact, config: PLNLPConfig, cache_root: str,
     """Walks ``config.walk_length`` steps from each start node of the graph
     training uses, ``config.walk_rounds`` times, and writes the pairs and
     their ``1/s`` weights, one folder per round, into an entry of the stage
-    cache at ``cache_root`` (see :mod:`components.stage_cache`), or reuses
+    cache at ``cache_root`` (see :mod:`components.storage.stage_cache`), or reuses
     the entry walked on the same splits with the same settings."""
     inputs = augment_inputs(dataset, config, num_chunks)
     entry = cached(cache_root, "augment", inputs,

@@ -6,11 +6,11 @@ import torch
 from torch import Tensor
 
 from components.artifacts import DatasetArtifact, TrainArtifact
-from components.checkpoints import CHECKPOINT_FILE
-from components.parquet_io import read_split
 from components.scheduling import ANYWHERE
-from components.stage_cache import local_entry
-from components.storage import local_copy
+from components.storage.location import local_copy
+from components.storage.parquet_io import read_split
+from components.storage.stage_cache import local_entry
+from components.training.checkpoints import CHECKPOINT_FILE
 from plnlp_core.assembly import build_input_adjacency, build_model, input_edges
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit

@@ -11,7 +11,7 @@ process, import torch and read the split again (6.5 s of a 44 s ddi
 there: the same state, graph and evaluation an evaluation of the
 checkpoint would run (``tests/components/test_stages.py`` checks that the two
 agree). The kubeflow pipeline's separate evaluate step writes the same
-files from the checkpoint (:func:`components.model_export.evaluate_and_export`);
+files from the checkpoint (:func:`components.recording.model_export.evaluate_and_export`);
 both go through :func:`finish`.
 
 :data:`FINAL_FILE` is written last, so its presence means the scorer is
@@ -24,7 +24,7 @@ from pathlib import Path
 from torch import Tensor, nn
 
 from components.evaluate import final_metrics
-from components.storage import Location, location, node_scratch_dir
+from components.storage.location import Location, location, node_scratch_dir
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.data.node_ids import NodeIds

@@ -1,5 +1,5 @@
 """Stage ``load``: an OGB dataset folder, or a graph of one's own, to
-canonical Parquet splits, cached (see :mod:`components.stage_cache`) by the
+canonical Parquet splits, cached (see :mod:`components.storage.stage_cache`) by the
 files the loader reads and how it reads them."""
 import dataclasses
 import json
@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import ray
 
 from components.artifacts import META_FILE, DatasetArtifact, DatasetMeta
-from components.parquet_io import NODE_IDS_FILE, write_split
 from components.scheduling import ANYWHERE
-from components.stage_cache import CacheEntry, cache_key, cached, reuse
-from components.storage import Location, location, node_scratch_dir
+from components.storage.location import Location, location, node_scratch_dir
+from components.storage.parquet_io import NODE_IDS_FILE, write_split
+from components.storage.stage_cache import CacheEntry, cache_key, cached, reuse
 from plnlp_core.data.datasets import DATASETS, DatasetInfo
 from plnlp_core.data.ogb_reader import load_ogb, split_type
 from plnlp_core.data.own_graph import load_own_graph

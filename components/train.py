@@ -1,6 +1,6 @@
 """Stage ``train``: Ray Train runs PLNLP on N workers (DDP, under a
 ``TorchTrainer``); each worker ranks its share of the positive pairs (see
-:func:`components.train_worker.train_worker`)."""
+:func:`components.training.worker.train_worker`)."""
 import json
 from collections.abc import Collection
 
@@ -9,12 +9,12 @@ import ray.train.torch
 from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
 
 from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
-from components.checkpoints import BEST_DIR, BEST_FILE, HISTORY_FILE, TIMING_FILE
-from components.epoch_logger import EpochLogger
-from components.startup import mark
-from components.storage import Location, location
-from components.train_worker import train_worker
-from components.workers import WorkerGroup
+from components.recording.epoch_logger import EpochLogger
+from components.storage.location import Location, location
+from components.training.checkpoints import BEST_DIR, BEST_FILE, HISTORY_FILE, TIMING_FILE
+from components.training.startup import mark
+from components.training.worker import train_worker
+from components.training.workers import WorkerGroup
 from plnlp_core.config import PLNLPConfig
 
 

@@ -11,14 +11,14 @@ import ray.train
 
 from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
 from components.augment import augment
-from components.checkpoints import CHECKPOINTS_TAG
 from components.final_export import SCORER_DIR, read_final
-from components.model_export import evaluate_and_export, log_link_model
-from components.startup import DRIVER_MARKS, startup_phases
-from components.storage import Location, local_copy, location
-from components.tracking import log_training
+from components.recording.model_export import evaluate_and_export, log_link_model
+from components.recording.tracking import log_training
+from components.storage.location import Location, local_copy, location
 from components.train import train
-from components.workers import WorkerGroup
+from components.training.checkpoints import CHECKPOINTS_TAG
+from components.training.startup import DRIVER_MARKS, startup_phases
+from components.training.workers import WorkerGroup
 from plnlp_core.config import PLNLPConfig
 
 
@@ -92,10 +92,10 @@ def train_in_run(
     curve. Training checkpoints go to ``storage`` (see
     :func:`run_checkpoints`); with ``export``, the final metrics and the
     scorer too (see :func:`log_final`). ``callbacks`` see Train's reports (a
-    sweep trial's :class:`components.sweep_report.SweepReporter`, with its
+    sweep trial's :class:`components.sweep.reporter.SweepReporter`, with its
     scheduler's ``decision_epochs``). The first training of this process
     also logs where its start-up went (``startup_*_s``, see
-    :mod:`components.startup`)."""
+    :mod:`components.training.startup`)."""
     config.validate_graph(dataset.meta.num_nodes, dataset.meta.categories)
     run_id = mlflow.active_run().info.run_id
     start = time.perf_counter()

@@ -26,8 +26,8 @@ from unittest import mock
 from kfp import compiler, dsl, local
 from kfp.dsl import Dataset, Input, Metrics, Model, Output
 
-from pipelines.arguments import add_worker_args
-from pipelines.run_plan import plan_run
+from pipelines.planning.arguments import add_worker_args
+from pipelines.planning.run_plan import plan_run
 from plnlp_core.errors import PLNLPError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -48,12 +48,12 @@ CACHE_MOUNT = "/plnlp-cache"
 
 # The steps. kfp ships each body to its container as source, so it imports what it uses (the
 # repository is on the container's PYTHONPATH: the image's, or run_local's); the work is done
-# in pipelines/kubeflow_steps.py.
+# in pipelines/kubeflow_pipeline/steps.py.
 
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
 def load(dataset: str, data_root: str, work_dir: str, splits: Output[Dataset]) -> None:
     """Stage ``load``: the graph's canonical Parquet splits and ``meta.json``."""
-    from pipelines.kubeflow_steps import load_step
+    from pipelines.kubeflow_pipeline.steps import load_step
 
     load_step(dataset, data_root, work_dir, splits.path)
 
@@ -66,7 +66,7 @@ def augment(
     """Stage ``augment``: the random-walk pairs (Parquet, a folder per round),
     or, when the config walks not, an empty folder; ``num_pairs`` and
     ``rounds`` in its metadata."""
-    from pipelines.kubeflow_steps import augment_step, step_request
+    from pipelines.kubeflow_pipeline.steps import augment_step, step_request
 
     request = step_request(dataset, preset, overrides, work_dir=work_dir, yes=yes)
     walked = augment_step(splits.path, request, walks.path)
@@ -85,7 +85,7 @@ def train(
     validation epoch's ``model.pt`` and the run's ``config.yaml``,
     ``metrics`` that epoch's validation metrics."""
     from components.artifacts import WalkArtifact
-    from pipelines.kubeflow_steps import step_request, train_step
+    from pipelines.kubeflow_pipeline.steps import step_request, train_step
 
     request = step_request(dataset, preset, overrides, num_workers, cpus_per_worker, gpus,
                            work_dir=work_dir, max_failures=max_failures, experiment=experiment,
@@ -108,7 +108,7 @@ def evaluate(
     """Stage ``evaluate``: OGB's Evaluator on the best checkpoint; the
     ``final_*`` metrics go to ``metrics`` and to the train step's MLflow run,
     which ends FINISHED."""
-    from pipelines.kubeflow_steps import evaluate_step
+    from pipelines.kubeflow_pipeline.steps import evaluate_step
 
     for key, value in evaluate_step(splits.path, model.path, mlflow_run_id, experiment).items():
         metrics.log_metric(key, value)
@@ -125,7 +125,7 @@ def sweep(
     each trial's worker a GPU (the space's resources otherwise)."""
     from pathlib import Path
 
-    from pipelines.sweep_plan import SweepRequest
+    from pipelines.planning.sweep_plan import SweepRequest
     from pipelines.tune import run_sweep
 
     request = SweepRequest(dataset, Path(space), overrides=tuple(overrides),
@@ -262,7 +262,9 @@ def pipeline_arguments(args: argparse.Namespace) -> dict[str, object]:
     """The pipeline's parameters from the command line, checked as
     ``pipelines/run.py`` checks them (the sweep space only for being a file:
     the sweep step checks the rest)."""
-    from pipelines.kubeflow_steps import step_request  # Ray and MLflow, once the flags parsed
+    from pipelines.kubeflow_pipeline.steps import (
+        step_request,  # Ray and MLflow, once the flags parsed
+    )
 
     if not args.dataset:
         raise PLNLPError("--run-local needs --dataset, e.g. --dataset ddi.")
@@ -298,7 +300,7 @@ def run_local(arguments: dict[str, object], pipeline_root: Path) -> dict[str, fl
     here for the run (one start instead of one per step)."""
     import ray
 
-    from pipelines.services import connect_ray
+    from pipelines.runtime.services import connect_ray
 
     local.init(runner=local.SubprocessRunner(use_venv=False),
                pipeline_root=str(pipeline_root.resolve()))
@@ -322,7 +324,7 @@ def compiled_defaults(args: argparse.Namespace) -> dict[str, object]:
     that a run started with them can run on the pods it gets: without
     ``--use-gpu`` (pods with no GPU) a default preset made for a GPU gives
     way to the dataset's CPU preset, or is refused when it has none."""
-    from pipelines.presets import preset_names, preset_needs_gpu
+    from pipelines.planning.presets import preset_names, preset_needs_gpu
     from plnlp_core.data.datasets import DATASETS
 
     dataset = args.dataset or "ddi"

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from pipelines.process_exit import skip_final_collection
+from pipelines.runtime.process_exit import skip_final_collection
 from plnlp_core.data.publishing import written_file
 from plnlp_core.errors import PLNLPError
 
@@ -178,9 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         pairs = check_args(args)
-        from pipelines.console import quiet_model_loading
-        from pipelines.home_folder import keep_home_clean
-        from pipelines.model_source import load_scorer
+        from pipelines.runtime.console import quiet_model_loading
+        from pipelines.runtime.home_folder import keep_home_clean
+        from pipelines.runtime.model_source import load_scorer
 
         keep_home_clean()
         quiet_model_loading()

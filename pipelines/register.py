@@ -8,7 +8,7 @@ on ``pipelines/run.py`` and ``pipelines/tune.py`` does at the end of a run).
 import argparse
 import sys
 
-from pipelines.process_exit import skip_final_collection
+from pipelines.runtime.process_exit import skip_final_collection
 from plnlp_core.errors import PLNLPError
 
 
@@ -40,9 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from mlflow.tracking import MlflowClient
 
-        from components.model_registry import register_link_model
-        from pipelines.home_folder import keep_home_clean
-        from pipelines.model_source import check_model_uri
+        from components.recording.model_registry import register_link_model
+        from pipelines.runtime.home_folder import keep_home_clean
+        from pipelines.runtime.model_source import check_model_uri
 
         keep_home_clean()
         check_model_uri(f"runs:/{args.run_id}/model")  # the run exists and holds one model

@@ -9,10 +9,10 @@ records to MLflow at ``MLFLOW_TRACKING_URI`` (else MLflow's local SQLite file).
 import sys
 import time
 
-from components.startup import mark_command_start
-from pipelines.arguments import run_request
-from pipelines.process_exit import skip_final_collection
-from pipelines.run_plan import RunPlan, plan_run
+from components.training.startup import mark_command_start
+from pipelines.planning.arguments import run_request
+from pipelines.planning.run_plan import RunPlan, plan_run
+from pipelines.runtime.process_exit import skip_final_collection
 from plnlp_core.errors import PLNLPError
 
 
@@ -25,10 +25,8 @@ def pipeline(plan: RunPlan) -> dict[str, float]:
     import mlflow
     import ray
 
-    from components.checkpoints import checkpoint_root
     from components.evaluate import evaluate_heuristic
-    from components.startup import mark
-    from components.tracking import (
+    from components.recording.tracking import (
         clear_failure,
         log_config,
         log_graph,
@@ -36,7 +34,9 @@ def pipeline(plan: RunPlan) -> dict[str, float]:
         summary_metrics,
     )
     from components.train_and_evaluate import train_and_evaluate
-    from pipelines.load_stage import load_stage
+    from components.training.checkpoints import checkpoint_root
+    from components.training.startup import mark
+    from pipelines.runtime.load_stage import load_stage
 
     request = plan.request
     dataset = load_stage(plan.source, request.graph, request.data_root, request.work_dir)
@@ -90,7 +90,7 @@ def register(plan: RunPlan, finals: dict[str, dict[str, float]]) -> None:
     ``finals``, run id to final metrics) with the best validation metric."""
     if plan.request.register is None:
         return
-    from components.model_registry import register_link_model
+    from components.recording.model_registry import register_link_model
 
     metric = f"final_valid_{plan.source.info.main_metric_key}"
     best = max(finals, key=lambda run_id: finals[run_id][metric])
@@ -107,9 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    from components.startup import mark
-    from pipelines.console import print_summary, quiet_console
-    from pipelines.job import execute, prepare
+    from components.training.startup import mark
+    from pipelines.runtime.console import print_summary, quiet_console
+    from pipelines.runtime.job import execute, prepare
 
     if prepare(lambda: plan, request.workers, request.verbose, request.work_dir,
                request.data_root) is None:

@@ -7,7 +7,7 @@ scheduler stops weak ones early.
     python pipelines/tune.py --dataset ddi --resume <sweep run id>
 
 Search spaces are data (``tune_spaces/*.yaml``, see
-:mod:`pipelines.sweep_space`); trials are compared by a validation metric.
+:mod:`pipelines.planning.sweep_space`); trials are compared by a validation metric.
 An interrupted sweep's run holds the trials that ended, summarised, and
 ``--resume`` goes on with the others in the same run, from Ray Tune's state
 (``tune/<run id>`` under ``--work-dir``, else under the cache until the sweep
@@ -20,21 +20,21 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from pipelines.arguments import sweep_request
-from pipelines.process_exit import skip_final_collection
-from pipelines.run_plan import GraphSource, graph_source
-from pipelines.sweep_plan import (
+from pipelines.planning.arguments import sweep_request
+from pipelines.planning.run_plan import GraphSource, graph_source
+from pipelines.planning.sweep_plan import (
     TUNE_STATE_TAG,
     SweepRequest,
     check_resume_flags,
     planned_sweep,
     read_space,
 )
-from pipelines.sweep_space import SearchSpace
+from pipelines.planning.sweep_space import SearchSpace
+from pipelines.runtime.process_exit import skip_final_collection
 from plnlp_core.errors import PLNLPError
 
 if TYPE_CHECKING:
-    from components.storage import Location
+    from components.storage.location import Location
 
 # A trial only waits on its Train workers, which hold the cores: it holds no
 # CPU (Tune takes no empty request, hence a token of memory).
@@ -49,7 +49,7 @@ TUNE_INTERRUPT_NOTES = ("Stop signal received", "Experiment has been interrupted
 def tune_state(work_dir: str | None, run_id: str) -> "Location":
     """Where a new sweep keeps its Ray Tune state: ``tune/<run id>`` under
     ``work_dir``, else under the cache, beside the runs' checkpoints."""
-    from components.storage import location
+    from components.storage.location import location
     from plnlp_core.data.datasets import cache_dir
 
     return location(work_dir or cache_dir()) / "tune" / run_id
@@ -63,11 +63,11 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
     import mlflow
     from ray import tune
 
-    from components.checkpoints import checkpoint_root
-    from components.storage import location
-    from components.sweep_trial import SweepTrial
-    from components.tracking import log_config
-    from pipelines.load_stage import load_stage
+    from components.recording.tracking import log_config
+    from components.storage.location import location
+    from components.sweep.trial import SweepTrial
+    from components.training.checkpoints import checkpoint_root
+    from pipelines.runtime.load_stage import load_stage
 
     parent = mlflow.active_run().info
     if request.resume is None:
@@ -96,7 +96,7 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
         state.remove()
         mlflow.delete_tag(TUNE_STATE_TAG)
     if request.register is not None:
-        from components.model_registry import register_link_model
+        from components.recording.model_registry import register_link_model
 
         print(register_link_model(best["run_id"], request.register, f"final_{space.metric}"),
               flush=True)
@@ -107,14 +107,14 @@ def new_tuner(space: SearchSpace, trainable: object, state: "Location", run_id: 
               verbose: bool) -> object:
     """Ray Tune's tuner of a new sweep, keeping its state in ``state``; its
     callback records each trial's outcome on the trial's run (see
-    :class:`components.sweep_tracking.TrialOutcomes`), and Tune saves it with
+    :class:`components.recording.sweep_tracking.TrialOutcomes`), and Tune saves it with
     its state for ``--resume``."""
     import ray
     from ray import tune
 
-    from components.sweep_tracking import TrialOutcomes
-    from components.tracking import log_config
-    from pipelines.job import describe_failure
+    from components.recording.sweep_tracking import TrialOutcomes
+    from components.recording.tracking import log_config
+    from pipelines.runtime.job import describe_failure
 
     outcomes = TrialOutcomes(describe_failure, space.metric, run_id, lambda settings: log_config(
         space.base.replace(**settings), space.trial_params()))
@@ -131,9 +131,9 @@ def new_tuner(space: SearchSpace, trainable: object, state: "Location", run_id: 
 def fit(tuner: object, space: SearchSpace, run: object, verbose: bool) -> None:
     """Runs the trials of the sweep's ``run`` (its MLflow ``RunInfo``). The
     first SIGINT or SIGTERM lets Tune save its state and stop them (see
-    :func:`pipelines.interrupts.library_stops_first`), then the trials that
+    :func:`pipelines.runtime.interrupts.library_stops_first`), then the trials that
     ended are summarised and the interrupt goes on."""
-    from pipelines.interrupts import library_stops_first
+    from pipelines.runtime.interrupts import library_stops_first
 
     try:
         with quiet_tune(verbose), library_stops_first():
@@ -180,7 +180,7 @@ def summarise(space: SearchSpace, run: object, finished: bool) -> object:
     the sweep's ``run`` (its MLflow ``RunInfo``); returns the best trial's
     row. A finished sweep none of whose trials was evaluated fails, with
     the first failure's reason."""
-    from components.sweep_tracking import close_trial_runs, log_sweep_summary, trial_table
+    from components.recording.sweep_tracking import close_trial_runs, log_sweep_summary, trial_table
 
     outcomes, run_ids = close_trial_runs(run.run_id)
     table = trial_table(outcomes, run_ids, space.metric, space.mode)
@@ -221,9 +221,9 @@ def run_sweep(request: SweepRequest) -> int:
     import mlflow
     import ray
 
-    from components.workers import WorkerGroup
-    from pipelines.console import quiet_console
-    from pipelines.job import execute, prepare
+    from components.training.workers import WorkerGroup
+    from pipelines.runtime.console import quiet_console
+    from pipelines.runtime.job import execute, prepare
 
     # the space checks its trials' worker group below, naming its file
     swept = prepare(lambda: planned_sweep(request, source, space), WorkerGroup(),

@@ -47,7 +47,7 @@ def prepare_experiment(
 
     Worker ``rank`` of ``world_size`` ranks the positives
     ``rank::world_size``; ``walks`` must be its share already (the
-    pipeline's :class:`~components.walk_rounds.ParquetWalkRounds`). Without
+    pipeline's :class:`~components.training.walk_rounds.ParquetWalkRounds`). Without
     ``walks``, a config that uses random walks draws its rounds here, seeded
     by ``config.seed``. The model's weights are drawn from ``config.seed``.
     """

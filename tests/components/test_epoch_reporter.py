@@ -10,9 +10,9 @@ import ray.train
 import torch
 from pyarrow.fs import LocalFileSystem
 
-import components.epoch_reporter as reporting
-from components.checkpoints import checkpoint_name, stored_checkpoints, write_checkpoint
-from components.epoch_reporter import (
+import components.training.epoch_reporter as reporting
+from components.training.checkpoints import checkpoint_name, stored_checkpoints, write_checkpoint
+from components.training.epoch_reporter import (
     CHECKPOINT,
     METRICS,
     NO_REPORT,
@@ -20,7 +20,7 @@ from components.epoch_reporter import (
     EpochReporter,
     _seconds,
 )
-from components.train_report import EPOCHS, RESTORED_FROM
+from components.training.report import EPOCHS, RESTORED_FROM
 from plnlp_core.fit_state import FitState
 from plnlp_core.fitting import EpochResult
 

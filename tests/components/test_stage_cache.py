@@ -16,7 +16,7 @@ import pytest
 from components.artifacts import DatasetArtifact, DatasetMeta
 from components.augment import augment, augment_inputs
 from components.load import load_dataset, load_inputs
-from components.stage_cache import (
+from components.storage.stage_cache import (
     MANIFEST,
     cache_key,
     cached,

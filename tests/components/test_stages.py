@@ -10,8 +10,8 @@ from components.artifacts import DatasetMeta
 from components.augment import augment
 from components.final_export import SCORER_DIR, read_final
 from components.load import load_dataset
-from components.model_export import evaluate_and_export
-from components.parquet_io import read_split
+from components.recording.model_export import evaluate_and_export
+from components.storage.parquet_io import read_split
 from components.train import train
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS

@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from components import storage
-from components.stage_cache import MANIFEST, cached, local_entry, lookup
-from components.storage import check_listable, check_writable, local_copy, location
+from components.storage import location as storage
+from components.storage.location import check_listable, check_writable, local_copy, location
+from components.storage.stage_cache import MANIFEST, cached, local_entry, lookup
 from plnlp_core.errors import PLNLPError
 from tests.object_store import bucket_keys, make_bucket, s3_env, s3_server
 

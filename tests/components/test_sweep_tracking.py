@@ -3,7 +3,7 @@ import mlflow
 import pytest
 from mlflow.tracking import MlflowClient
 
-from components.sweep_tracking import (
+from components.recording.sweep_tracking import (
     STOPPED_EARLY_TAG,
     TRIAL_TAG,
     TrialOutcome,
@@ -14,7 +14,7 @@ from components.sweep_tracking import (
     trial_table,
     unfinished_trial_run,
 )
-from components.tracking import FAILURE_TAG, INTERRUPTED_TAG
+from components.recording.tracking import FAILURE_TAG, INTERRUPTED_TAG
 
 
 def open_trial_run(trial_id: str, values: list[float]) -> str:
@@ -99,7 +99,7 @@ def test_an_interrupted_sweep_keeps_its_ended_trials_and_the_best_so_far_until_i
 
 
 def test_a_trial_run_is_named_by_its_sampled_settings():
-    from components.sweep_tracking import trial_run_name
+    from components.recording.sweep_tracking import trial_run_name
 
     assert trial_run_name({"num_neg": 3, "loss": "auc", "lr": 0.0123456}) \
         == "loss=auc-lr=0.01235-num_neg=3"

@@ -5,8 +5,8 @@ import pyarrow.parquet as pq
 import torch
 
 from components.artifacts import WalkArtifact
-from components.parquet_io import pairs_table
-from components.walk_rounds import ParquetWalkRounds
+from components.storage.parquet_io import pairs_table
+from components.training.walk_rounds import ParquetWalkRounds
 
 
 def write_rounds(directory: Path, rounds: int, rows: int) -> WalkArtifact:

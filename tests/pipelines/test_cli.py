@@ -61,10 +61,10 @@ def test_config_file_that_is_not_a_mapping_is_refused(tmp_path: Path, capsys):
 
 def test_a_preset_with_a_setting_the_config_does_not_know_is_refused(tmp_path, capsys,
                                                                       monkeypatch):
-    import pipelines.presets
+    import pipelines.planning.presets
 
     (tmp_path / "ddi.yaml").write_text("typo:\n  lr: 0.01\n  hiden_channels: 8\n")
-    monkeypatch.setattr(pipelines.presets, "PRESETS_DIR", tmp_path)
+    monkeypatch.setattr(pipelines.planning.presets, "PRESETS_DIR", tmp_path)
     assert main(["--dataset", "ddi", "--preset", "typo"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: preset 'typo' in {tmp_path / 'ddi.yaml'} sets unknown "

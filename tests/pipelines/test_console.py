@@ -5,8 +5,8 @@ import logging
 
 import pytest
 
-from pipelines import console
-from pipelines.console import ForwardedLines, keep_line
+from pipelines.runtime import console
+from pipelines.runtime.console import ForwardedLines, keep_line
 
 
 @pytest.mark.parametrize("line", [
@@ -49,7 +49,7 @@ CLEANER_TIMEOUT = [  # Train's controller on a loaded machine, which goes on aft
 WORKER_FAILURE = [
     "2026-11-26 10:00:01,000\tERROR train_worker.py:80 -- training failed",
     "Traceback (most recent call last):",
-    '  File "components/train_worker.py", line 70, in train_loop',
+    '  File "components/training/worker.py", line 70, in train_loop',
     "    raise RuntimeError('CUDA out of memory. Tried to allocate 2.00 GiB')",
     "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
 ]

@@ -30,13 +30,13 @@ import torch
 from mlflow.tracking import MlflowClient
 from ray.core.generated import gcs_service_pb2
 
-import pipelines.interrupts
-import pipelines.services
-from components.sweep_tracking import OUTCOME_TAG, TRIAL_TAG, TrialOutcome
-from components.tracking import FAILURE_TAG
-from pipelines import job
-from pipelines.interrupts import EPOCH_TAG
+import pipelines.runtime.interrupts
+import pipelines.runtime.services
+from components.recording.sweep_tracking import OUTCOME_TAG, TRIAL_TAG, TrialOutcome
+from components.recording.tracking import FAILURE_TAG
 from pipelines.run import main as run_main
+from pipelines.runtime import job
+from pipelines.runtime.interrupts import EPOCH_TAG
 from pipelines.standin import main as standin_main
 from pipelines.tune import TUNE_STATE_TAG
 from pipelines.tune import main as tune_main
@@ -541,13 +541,13 @@ def split_folder_without_test(tmp: Path) -> Path:
 @pytest.mark.parametrize("entry_id", SETTINGS)
 def test_bad_settings_are_refused_before_anything_starts(entry_id, tmp_path, mlflow_store,
                                                          monkeypatch, capsys):
-    import pipelines.presets
+    import pipelines.planning.presets
 
     presets = tmp_path / "presets"
     presets.mkdir()
     write(presets / "ddi.yaml", "typo:\n  lr: 0.01\n  hiden_channels: 8\n")
     if entry_id == "preset-unknown-setting":
-        monkeypatch.setattr(pipelines.presets, "PRESETS_DIR", presets)
+        monkeypatch.setattr(pipelines.planning.presets, "PRESETS_DIR", presets)
     code = run_main(SETTINGS[entry_id](tmp_path))
     assert_refused(entry_id, code, capsys.readouterr().err,
                    "test_bad_settings_are_refused_before_anything_starts")
@@ -640,7 +640,7 @@ def test_standin_generators_that_give_up_are_refused(entry_id, patch, tmp_path, 
 def test_library_safety_nets_raise_plnlp_error(tmp_path, monkeypatch):
     """Checks that commands never reach; the library refuses all the same."""
     import plnlp_core.data.standins
-    from components.stage_cache import MANIFEST, content_digest
+    from components.storage.stage_cache import MANIFEST, content_digest
     from plnlp_core.data.standins import StandinSize, check_standin_size, standin_size
     from plnlp_core.losses import LOSSES
     from plnlp_core.nn.node_input import category_index
@@ -831,7 +831,7 @@ def test_a_cluster_that_refuses_the_token_is_refused(mlflow_store, tmp_path, mon
         assert run_main(SMOKE) == 2
         assert "refused a connection without a token" in capsys.readouterr().err
         monkeypatch.setenv("RAY_AUTH_TOKEN", "the-cluster-token")
-        pipelines.services.check_ray_address(f"127.0.0.1:{port}")  # the right token passes
+        pipelines.runtime.services.check_ray_address(f"127.0.0.1:{port}")  # the right token passes
 
 
 def test_errors_of_ray_init_become_one_sentence(mlflow_store, monkeypatch, capsys):
@@ -846,13 +846,13 @@ def test_errors_of_ray_init_become_one_sentence(mlflow_store, monkeypatch, capsy
         def refuse(*args, error=error, **kwargs):
             raise error
 
-        monkeypatch.setattr(pipelines.services.ray, "init", refuse)
+        monkeypatch.setattr(pipelines.runtime.services.ray, "init", refuse)
         assert_refused(entry_id, run_main(SMOKE), capsys.readouterr().err, test)
     def time_out(*args, **kwargs):  # Ray's start of a local node, on a loaded machine
         raise Exception("The current node timed out during startup.")
 
     monkeypatch.delenv("RAY_ADDRESS")
-    monkeypatch.setattr(pipelines.services.ray, "init", time_out)
+    monkeypatch.setattr(pipelines.runtime.services.ray, "init", time_out)
     assert_refused("ray-local-start-failed", run_main(SMOKE), capsys.readouterr().err, test)
 
 
@@ -885,7 +885,7 @@ def test_a_real_cluster_refuses_a_wrong_token_within_seconds(tmp_path, monkeypat
         deadline = time.monotonic() + 60
         while True:  # until the head answers
             try:
-                pipelines.services.check_ray_address(f"127.0.0.1:{port}")
+                pipelines.runtime.services.check_ray_address(f"127.0.0.1:{port}")
                 break
             except PLNLPError:
                 assert time.monotonic() < deadline and process.poll() is None, \
@@ -894,7 +894,7 @@ def test_a_real_cluster_refuses_a_wrong_token_within_seconds(tmp_path, monkeypat
         monkeypatch.setenv("RAY_AUTH_TOKEN", "a-wrong-token")
         started = time.monotonic()
         with pytest.raises(PLNLPError, match="refused the authentication token sent"):
-            pipelines.services.check_ray_address(f"127.0.0.1:{port}")
+            pipelines.runtime.services.check_ray_address(f"127.0.0.1:{port}")
         assert time.monotonic() - started < REFUSE_WITHIN_S
     shutil.rmtree(temp, ignore_errors=True)
 
@@ -1073,7 +1073,7 @@ def test_any_other_failure_marks_the_run_failed(ray_session, mlflow_store, stand
 @pytest.fixture
 def no_ray_shutdown(monkeypatch):
     """Keeps an in-process interrupt from shutting the suite's Ray down."""
-    monkeypatch.setattr(pipelines.interrupts.ray, "shutdown", lambda: None)
+    monkeypatch.setattr(pipelines.runtime.interrupts.ray, "shutdown", lambda: None)
 
 
 def log_epochs(epochs: int) -> None:
@@ -1121,7 +1121,7 @@ def test_an_interrupt_kills_the_active_runs_with_the_epoch_reached(signum, mlflo
         assert runs[name].data.tags[EPOCH_TAG] == "3"
         assert runs[name].data.tags[FAILURE_TAG].startswith("interrupted by SIG")
     assert {s: signal.getsignal(s) for s in handlers} == handlers  # restored
-    assert signal.signal is pipelines.interrupts._install_handler
+    assert signal.signal is pipelines.runtime.interrupts._install_handler
 
 
 def test_an_interrupt_swallowed_by_a_library_still_kills_the_run(mlflow_store, no_ray_shutdown,
@@ -1174,7 +1174,7 @@ def test_an_interrupted_sweep_says_how_many_trials_ended_and_how_to_go_on(
 
 def test_an_interrupt_before_the_run_records_nothing(tmp_path, mlflow_store, no_ray_shutdown,
                                                      capsys):
-    from components.workers import WorkerGroup
+    from components.training.workers import WorkerGroup
 
     with pytest.raises(SystemExit) as exited:
         job.prepare(lambda: interrupt_self(signal.SIGINT), WorkerGroup())
@@ -1284,7 +1284,7 @@ FIRST_TOUCH = """
 import sys
 sys.path.insert(0, sys.argv[1])
 import mlflow
-from pipelines.services import tracking_store_lock
+from pipelines.runtime.services import tracking_store_lock
 with tracking_store_lock(mlflow.get_tracking_uri()):
     mlflow.set_experiment("plnlp-ddi")
 with mlflow.start_run():
@@ -1490,8 +1490,8 @@ def predict_store(mlflow_store, ddi_standin_split, tmp_path) -> dict[str, str]:
     import mlflow
     import pyarrow as pa
 
-    from components.model_export import log_link_model, logged_model_uri
-    from components.model_registry import register_link_model
+    from components.recording.model_export import log_link_model, logged_model_uri
+    from components.recording.model_registry import register_link_model
     from plnlp_core.assembly import build_input_adjacency, build_model
     from plnlp_core.config import PLNLPConfig
     from plnlp_core.data.node_ids import NodeIds
@@ -1585,7 +1585,7 @@ def object_stores(tmp_path_factory):
 @contextmanager
 def pointed_at(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """This process reaches object storage at ``endpoint`` for the block."""
-    from components import storage
+    from components.storage import location as storage
     from tests.object_store import s3_env
 
     for key, value in s3_env(endpoint).items():
@@ -1634,8 +1634,8 @@ def test_a_stage_that_cannot_read_object_storage_fails_the_run(object_stores, tm
     of a stage output there, refuse what is not there or not as its manifest
     says (the sentences a run's failure_reason then holds)."""
     from components.load import local_data_root
-    from components.stage_cache import cached, local_entry
-    from components.storage import location
+    from components.storage.location import location
+    from components.storage.stage_cache import cached, local_entry
 
     _, plain = object_stores
     monkeypatch.setenv("PLNLP_SCRATCH_DIR", str(tmp_path / "scratch"))

@@ -5,7 +5,7 @@ from pathlib import Path
 import mlflow
 import pytest
 
-from pipelines import job
+from pipelines.runtime import job
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from components.model_export import logged_model_uri
-from pipelines.arguments import run_request, sweep_request
+from components.recording.model_export import logged_model_uri
 from pipelines.kubeflow import cluster_problems, main
-from pipelines.run_plan import plan_run
+from pipelines.planning.arguments import run_request, sweep_request
+from pipelines.planning.run_plan import plan_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 IMAGE_REPO = "/app"

@@ -4,11 +4,11 @@ import time
 import pytest
 from mlflow.tracking import MlflowClient
 
-from components.startup import PHASES
-from components.tracking import median_epoch_interval, median_interval
-from pipelines.arguments import run_request
+from components.recording.tracking import median_epoch_interval, median_interval
+from components.training.startup import PHASES
+from pipelines.planning.arguments import run_request
+from pipelines.planning.run_plan import plan_run
 from pipelines.run import main
-from pipelines.run_plan import plan_run
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.data.ogb_reader import load_ogb
 from plnlp_core.experiment import prepare_experiment, run_experiment

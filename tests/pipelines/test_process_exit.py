@@ -6,7 +6,7 @@ from pathlib import Path
 SCRIPT = """
 import atexit, gc
 atexit.register(lambda: print("after: frozen", gc.get_freeze_count() > 0))
-from pipelines.process_exit import skip_final_collection
+from pipelines.runtime.process_exit import skip_final_collection
 skip_final_collection()
 skip_final_collection()
 atexit.register(lambda: print("handler: frozen", gc.get_freeze_count() > 0))

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines.presets import load_preset
+from pipelines.planning.presets import load_preset
 from plnlp_core.config import PLNLPConfig
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "reproducing.md"

@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-import pipelines.interrupts
-from components.checkpoints import CHECKPOINTS_TAG
-from components.sweep_tracking import OUTCOME_TAG, TRIAL_TAG, TrialOutcome, record_outcome
-from components.tracking import FAILURE_TAG, INTERRUPTED_TAG
-from pipelines.interrupts import SignalGuard, library_stops_first
-from pipelines.sweep_space import SearchSpace
+import pipelines.runtime.interrupts
+from components.recording.sweep_tracking import OUTCOME_TAG, TRIAL_TAG, TrialOutcome, record_outcome
+from components.recording.tracking import FAILURE_TAG, INTERRUPTED_TAG
+from components.training.checkpoints import CHECKPOINTS_TAG
+from pipelines.planning.sweep_space import SearchSpace
+from pipelines.runtime.interrupts import SignalGuard, library_stops_first
 from pipelines.tune import TUNE_STATE_TAG, fit, main
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
@@ -36,7 +36,7 @@ space:
 @pytest.fixture
 def no_ray_shutdown(monkeypatch):
     """Keeps the interrupt from shutting the suite's Ray down."""
-    monkeypatch.setattr(pipelines.interrupts.ray, "shutdown", lambda: None)
+    monkeypatch.setattr(pipelines.runtime.interrupts.ray, "shutdown", lambda: None)
 
 
 def interrupt_mid_trial(uri: str, experiment: str, timeout: float = 400) -> threading.Thread:

@@ -1,8 +1,8 @@
 """A search space file read against the preset it varies."""
 from pathlib import Path
 
-from pipelines.presets import load_preset
-from pipelines.sweep_space import SearchSpace
+from pipelines.planning.presets import load_preset
+from pipelines.planning.sweep_space import SearchSpace
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 

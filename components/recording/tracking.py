@@ -1,0 +1,123 @@
+"""MLflow records of a pipeline run: settings, per-epoch table, learning
+curve, checkpoint and final metrics."""
+import json
+import statistics
+import tempfile
+from collections.abc import Collection, Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import yaml
+from mlflow.tracking import MlflowClient
+
+from components.artifacts import DatasetArtifact, TrainArtifact
+from components.load import REPORT_FILE
+from components.recording.plots import plot_learning_curve, plot_validation_curves
+from components.storage.location import local_copy
+from components.storage.parquet_io import NODE_IDS_FILE
+from components.storage.stage_cache import local_entry
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.data.own_graph import GraphReport
+
+FAILURE_TAG = "failure_reason"
+INTERRUPTED_TAG = "interrupted_at_epoch"
+
+
+def log_config(config: PLNLPConfig, extra: dict[str, object],
+               exclude: Collection[str] = (), heuristic: bool = False) -> None:
+    """The settings that shaped the run (a heuristic's graph, or the
+    settings of the parts PLNLP used, see
+    :meth:`~plnlp_core.config.PLNLPConfig.shaping_settings`) and ``extra``
+    as params, and every resolved setting as ``config.yaml`` (what
+    ``--resume`` reads); both without those in ``exclude`` (a sweep's
+    searched ones, which each trial chooses)."""
+    shaping = {key: value for key, value in config.shaping_settings(heuristic, exclude).items()
+               if key not in exclude}
+    mlflow.log_params({key: "null" if value is None else value
+                       for key, value in {**shaping, **extra}.items()})
+    settings = {key: value for key, value in config.to_dict().items() if key not in exclude}
+    mlflow.log_text(yaml.safe_dump(settings, sort_keys=False), "config.yaml")
+
+
+def log_graph(dataset: DatasetArtifact) -> None:
+    """For a graph of one's own: says what reading it dropped or noticed,
+    logs those counts as ``graph_*`` params and the node id mapping as
+    ``graph/node_ids.parquet``. Nothing for OGB datasets."""
+    if dataset.meta.info is None:  # OGB's
+        return
+    directory = local_entry(dataset.directory)
+    if not (directory / REPORT_FILE).exists():
+        return
+    report = GraphReport(**json.loads((directory / REPORT_FILE).read_text()))
+    print(f"graph {dataset.meta.dataset}: {report}", flush=True)
+    mlflow.log_params({f"graph_{key}": value for key, value in asdict(report).items()})
+    mlflow.log_artifact(str(directory / NODE_IDS_FILE), "graph")
+
+
+def log_training(trained: TrainArtifact, main_metric: str, title: str) -> None:
+    """The best checkpoint, the per-epoch table and the learning curve."""
+    with local_copy(trained.checkpoint_dir) as checkpoint:
+        mlflow.log_artifacts(str(checkpoint), "checkpoint")
+    table = pd.DataFrame(trained.history)
+    with tempfile.TemporaryDirectory() as directory:
+        table.to_csv(Path(directory) / "metrics.csv", index=False)
+        plot_learning_curve(table, main_metric, trained.best_epoch, title,
+                            Path(directory) / "learning_curve.png")
+        mlflow.log_artifacts(directory)
+
+
+def log_validation_curves(run_ids: dict[str, str], main_metric: str, title: str,
+                          file_name: str) -> None:
+    """Each nested run's validation curve (labelled by its key in
+    ``run_ids``), read back from MLflow, as the picture ``file_name`` of the
+    active (parent) run."""
+    client = MlflowClient()
+    curves = {}
+    for label, run_id in run_ids.items():
+        history = client.get_metric_history(run_id, f"valid_{main_metric}")
+        curves[label] = pd.Series({m.step: m.value for m in history}).sort_index()
+    with tempfile.TemporaryDirectory() as directory:
+        plot_validation_curves(curves, main_metric, title, Path(directory) / file_name)
+        mlflow.log_artifacts(directory)
+
+
+def summary_metrics(finals: Sequence[dict[str, float]]) -> dict[str, float]:
+    """``<key>_mean`` and ``<key>_std`` of each final metric over runs."""
+    summary = {}
+    for key in finals[0]:
+        values = [final[key] for final in finals]
+        summary[f"{key}_mean"] = statistics.fmean(values)
+        summary[f"{key}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
+    return summary
+
+
+def clear_failure() -> None:
+    """Removes what a failure or an interrupt tagged the active run with,
+    once the run has gone on (``--resume``) to finish."""
+    run = mlflow.active_run()
+    tags = mlflow.get_run(run.info.run_id).data.tags
+    for tag in (FAILURE_TAG, INTERRUPTED_TAG):
+        if tag in tags:
+            mlflow.delete_tag(tag)
+
+
+def mark_failed(reason: str) -> None:
+    """Ends every active run as FAILED, with the reason as a tag."""
+    while mlflow.active_run() is not None:
+        mlflow.set_tag(FAILURE_TAG, reason[:5000])
+        mlflow.end_run(status="FAILED")
+
+
+
+def median_epoch_interval(client: MlflowClient, run_id: str) -> float:
+    """The median wall time between consecutive epochs of a run, from the
+    timestamps of its ``train_loss`` (each epoch's end, in milliseconds)."""
+    ends = sorted(m.timestamp for m in client.get_metric_history(run_id, "train_loss"))
+    return median_interval(ends) / 1000
+
+
+def median_interval(ends: Sequence[float]) -> float:
+    """The median time between consecutive ``ends`` (in their unit)."""
+    return statistics.median(b - a for a, b in zip(ends, ends[1:], strict=False))

@@ -1,0 +1,130 @@
+"""What each step of the Kubeflow pipeline (``pipelines/kubeflow.py``) does,
+in plain Python: the stages of ``pipelines/run.py`` on the folders kfp gives
+a step for its inputs and outputs. Nothing here imports kfp, whose ``dsl``
+holds only its artifact types inside a running step.
+
+Each step reads its settings as ``pipelines/run.py`` does, checks the MLflow
+store and starts or joins Ray (``RAY_ADDRESS``) first; a refusal prints one
+``error:`` line and exits 2, a failed run (marked FAILED in MLflow) exits 1.
+"""
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from components.artifacts import DatasetArtifact, DatasetMeta, TrainArtifact, WalkArtifact
+from components.augment import augment
+from components.recording.tracking import log_config, log_graph
+from components.storage.location import Location, local_copy
+from components.storage.stage_cache import local_entry, stage_cache_root
+from components.train_and_evaluate import evaluate_and_log_model, run_checkpoints, train_in_run
+from components.training.checkpoints import checkpoint_root
+from components.training.workers import WorkerGroup
+from pipelines.planning.run_plan import RunRequest, graph_source, plan_run
+from pipelines.runtime.console import quiet_console
+from pipelines.runtime.job import execute, prepare
+from pipelines.runtime.load_stage import load_stage
+from plnlp_core.config import PLNLPConfig
+
+CONFIG_FILE = "config.yaml"
+
+
+def step_request(dataset: str, preset: str = "", overrides: list[str] | None = None,
+                 num_workers: int = 1, cpus_per_worker: int = 1, gpus: int = 0,
+                 **fields: object) -> RunRequest:
+    """The step's typed parameters as the request ``pipelines/run.py``'s
+    flags would make: ``preset`` "" is the dataset's default, ``gpus`` > 0
+    gives each worker a GPU, ``fields`` are :class:`RunRequest`'s own
+    ("" is unset)."""
+    workers = WorkerGroup(num_workers, cpus_per_worker, use_gpu=gpus > 0)
+    given = {name: value for name, value in fields.items() if value != ""}
+    return RunRequest(dataset=dataset, preset=preset or None, overrides=tuple(overrides or ()),
+                      workers=workers, **given)
+
+
+def start(request: RunRequest, validate: Callable[[], object]) -> object:
+    """Checks the MLflow store, runs ``validate``, starts or joins Ray and
+    checks the worker group fits (see :func:`pipelines.runtime.job.prepare`);
+    returns what ``validate`` returned, or exits 2 after the ``error:`` line."""
+    value = prepare(validate, request.workers, request.verbose, request.work_dir,
+                    request.data_root)
+    if value is None:
+        raise SystemExit(2)
+    quiet_console(request.verbose)
+    return value
+
+
+def load_step(dataset: str, data_root: str, work_dir: str, out: str) -> None:
+    """The ``load`` stage's splits of ``dataset``, copied from the stage
+    cache to ``out``."""
+    request = step_request(dataset, data_root=data_root, work_dir=work_dir)
+    source = start(request, lambda: graph_source(request.dataset, request.graph))
+    loaded = load_stage(source, request.graph, request.data_root, request.work_dir)
+    shutil.copytree(local_entry(loaded.directory), out)
+
+
+def augment_step(splits: str, request: RunRequest, out: str) -> WalkArtifact:
+    """The ``augment`` stage's walk pairs of the config ``request`` names,
+    copied from the stage cache to ``out``; without random walks, an empty
+    ``out`` of 0 rounds."""
+    config = start(request, lambda: plan_run(request)).config
+    if not config.uses_random_walk:
+        Path(out).mkdir(parents=True)
+        return WalkArtifact(out, 0, 0)
+    walks = augment(split_artifact(splits), config, stage_cache_root(request.work_dir))
+    shutil.copytree(local_entry(walks.directory), out)
+    return WalkArtifact(out, walks.num_pairs, walks.rounds)
+
+
+def train_step(
+    splits: str, walks: WalkArtifact, request: RunRequest, out: str,
+) -> tuple[str, TrainArtifact]:
+    """Trains the config ``request`` names in a new MLflow run, logging its
+    settings, epochs, best checkpoint and learning curve as
+    ``pipelines/run.py`` does; the best checkpoint and its ``config.yaml``
+    go to ``out``. Returns the run's id and the training's artifact."""
+    plan = start(request, lambda: plan_run(request))
+    dataset = split_artifact(splits)
+
+    def job(work: Location) -> TrainArtifact:
+        log_graph(dataset)
+        log_config(plan.config, plan.params())
+        with run_checkpoints(checkpoint_root(request.work_dir)) as storage:
+            trained = train_in_run(dataset, walks if walks.rounds else None, plan.config,
+                                   request.workers, storage, request.max_failures)
+            with local_copy(trained.checkpoint_dir) as checkpoint:
+                shutil.copytree(checkpoint, out)
+            (Path(out) / CONFIG_FILE).write_text(yaml.safe_dump(plan.config.to_dict(),
+                                                                sort_keys=False))
+        return trained
+
+    return _finished(execute(plan.experiment, plan.run_name(), request.work_dir, job))
+
+
+def evaluate_step(splits: str, model: str, run_id: str, experiment: str) -> dict[str, float]:
+    """The ``final_*`` metrics and the MLflow ``model`` of the checkpoint in
+    ``model`` (with its ``config.yaml``), logged to the MLflow run
+    ``run_id``, which then ends FINISHED."""
+    config = PLNLPConfig.from_mapping(yaml.safe_load((Path(model) / CONFIG_FILE).read_text()))
+    start(step_request(config.dataset), lambda: config)
+    dataset = split_artifact(splits)
+
+    def job(work: Location) -> dict[str, float]:
+        return evaluate_and_log_model(dataset, TrainArtifact(model, 0, {}), config, work)
+
+    _, final = _finished(execute(experiment or f"plnlp-{config.dataset}", "", None, job, run_id))
+    return final
+
+
+def split_artifact(directory: str) -> DatasetArtifact:
+    """The ``load`` step's output as the stages take it."""
+    return DatasetArtifact(directory, DatasetMeta.read(Path(directory)))
+
+
+def _finished(outcome: tuple | None) -> tuple:
+    """What :func:`pipelines.runtime.job.execute` returned; exits 1 when the run
+    failed (it printed the reason)."""
+    if outcome is None:
+        raise SystemExit(1)
+    return outcome

@@ -1,0 +1,74 @@
+"""The settings files a command reads: presets (``pipelines/presets/<dataset>.yaml``,
+``own.yaml`` for graphs of one's own), ``--config`` and search-space files,
+and ``--set`` overrides. The one reader of presets: the commands, the
+Kubeflow compiler and the benchmarks take them from here. Nothing here
+imports Ray or MLflow, so a refused setting answers at once."""
+from pathlib import Path
+
+import yaml
+
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.errors import PLNLPError
+
+PRESETS_DIR = Path(__file__).resolve().parents[1] / "presets"
+NEEDS_GPU = "needs_gpu"
+OWN_PRESETS = "own"  # pipelines/presets/own.yaml: the presets of graphs of one's own
+
+
+def load_preset(dataset: str, preset: str) -> dict[str, object]:
+    """The settings of ``preset`` in ``pipelines/presets/<dataset>.yaml``
+    (without its ``needs_gpu`` mark, see :func:`preset_needs_gpu`)."""
+    settings = _preset_entry(dataset, preset)
+    settings.pop(NEEDS_GPU, None)
+    return settings
+
+
+def preset_needs_gpu(dataset: str, preset: str) -> bool:
+    """Whether ``preset`` is marked ``needs_gpu: true`` (hours on CPUs)."""
+    return bool(_preset_entry(dataset, preset).get(NEEDS_GPU, False))
+
+
+def preset_names(dataset: str) -> list[str]:
+    """The presets ``pipelines/presets/<dataset>.yaml`` holds."""
+    path = PRESETS_DIR / f"{dataset}.yaml"
+    return list(read_mapping(path, "presets")) if path.exists() else []
+
+
+def _preset_entry(dataset: str, preset: str) -> dict[str, object]:
+    path = PRESETS_DIR / f"{dataset}.yaml"
+    presets = read_mapping(path, "presets") if path.exists() else {}
+    if preset not in presets:
+        raise PLNLPError(f"unknown preset {preset!r} for {dataset}; choose one of: "
+                         f"{', '.join(presets) or 'none (use --config)'}.")
+    settings = presets[preset]
+    known = [*PLNLPConfig.setting_names(), NEEDS_GPU]
+    unknown = [key for key in settings if key not in known] if isinstance(settings, dict) else []
+    if not isinstance(settings, dict) or unknown:
+        problem = f"sets unknown {', '.join(unknown)}" if unknown else "is not a mapping"
+        raise PLNLPError(f"preset {preset!r} in {path} {problem}; fix the preset file "
+                         f"(valid settings are: {', '.join(known)}).")
+    return dict(settings)
+
+
+def parse_overrides(overrides: tuple[str, ...] | list[str]) -> dict[str, object]:
+    """``["lr=0.01", "loss=auc"]`` to settings, each value read as YAML."""
+    settings = {}
+    for override in overrides:
+        key, sep, value = override.partition("=")
+        if not sep or not key:
+            raise PLNLPError(f"--set {override!r} is not KEY=VALUE; write e.g. --set lr=0.01.")
+        settings[key.strip()] = yaml.safe_load(value)
+    return settings
+
+
+def read_mapping(path: Path, what: str) -> dict:
+    """A YAML file holding a mapping; ``what`` names it in errors."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        detail = str(error).strip().splitlines()[0]
+        raise PLNLPError(f"cannot read {what} {path} ({detail}); "
+                         "give a readable YAML file.") from error
+    if not isinstance(data, dict):
+        raise PLNLPError(f"{what} {path} must be a YAML mapping, got {type(data).__name__}.")
+    return data

@@ -1,0 +1,159 @@
+"""What a sweep is asked to do and what it will do: a :class:`SweepRequest`
+(the typed form of ``pipelines/tune.py``'s flags, or of the Kubeflow sweep
+step's parameters) becomes the :class:`~pipelines.planning.sweep_space.SearchSpace`
+to run and its MLflow experiment: the ``--space`` file with the command
+line's settings on top, or, with ``resume``, the interrupted sweep as its
+run recorded it (looked up in MLflow, imported only then)."""
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipelines.planning.presets import load_preset, parse_overrides, read_mapping
+from pipelines.planning.run_plan import GraphFlags, GraphSource
+from pipelines.planning.sweep_space import SearchSpace
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.errors import PLNLPError
+
+# A sweep's run, while it can go on: where its Ray Tune state lives.
+TUNE_STATE_TAG = "plnlp.tune_state"
+# What the sweep's own settings are; --resume takes the sweep's.
+SWEEP_FLAGS = {"overrides": "--set", "num_samples": "--num-samples",
+               "max_concurrent": "--max-concurrent", "num_workers": "--num-workers",
+               "cpus_per_worker": "--cpus-per-worker", "gpus_per_worker": "--gpus-per-worker",
+               "experiment": "--experiment"}
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    """What a sweep is asked to do: the flags of ``pipelines/tune.py``.
+
+    Attributes:
+        dataset (str): An OGB dataset's name, or the path of one's own graph.
+        space (Path, optional): The ``tune_spaces/*.yaml`` file (a new sweep).
+        resume (str, optional): The interrupted sweep's MLflow run that goes on.
+        overrides (tuple): ``KEY=VALUE`` settings fixed for every trial.
+        num_samples (int, optional): Trials (default: the space's).
+        max_concurrent (int, optional): Trials at once (default: the space's,
+            else what the cluster holds).
+        num_workers (int, optional): Ray Train workers per trial.
+        cpus_per_worker (int, optional): CPUs each trial's worker holds.
+        gpus_per_worker (float, optional): GPUs each trial's worker holds.
+        max_failures (int): Restarts of a trial's dead worker group.
+        experiment (str, optional): The MLflow experiment.
+        data_root (str, optional): The folder or URI holding OGB datasets.
+        work_dir (str, optional): The folder or URI of stage outputs,
+            checkpoints and Ray Tune's state.
+        register (str, optional): The registered model the best trial joins.
+        graph (GraphFlags): How a graph of one's own is read.
+        verbose (bool): Show Ray's, Tune's and MLflow's own lines.
+    """
+
+    dataset: str
+    space: Path | None = None
+    resume: str | None = None
+    overrides: tuple[str, ...] = ()
+    num_samples: int | None = None
+    max_concurrent: int | None = None
+    num_workers: int | None = None
+    cpus_per_worker: int | None = None
+    gpus_per_worker: float | None = None
+    max_failures: int = 3
+    experiment: str | None = None
+    data_root: str | None = None
+    work_dir: str | None = None
+    register: str | None = None
+    graph: GraphFlags = GraphFlags()
+    verbose: bool = False
+
+
+def read_space(request: SweepRequest, source: GraphSource) -> SearchSpace:
+    """The ``--space`` file with the command line's settings on top."""
+    data = read_mapping(request.space, "search space")
+    preset = data.get("preset", source.default_preset)
+    settings = {**load_preset(source.presets, preset), **parse_overrides(request.overrides)}
+    base = PLNLPConfig.from_mapping({**settings, "dataset": source.info.name})
+    counts = {"num_samples": request.num_samples, "max_concurrent": request.max_concurrent}
+    data.update({key: value for key, value in counts.items() if value is not None})
+    resources = {"workers": request.num_workers, "cpus_per_worker": request.cpus_per_worker,
+                 "gpus_per_worker": request.gpus_per_worker}
+    return SearchSpace(request.space, base, source.info, data,
+                       {key: value for key, value in resources.items() if value is not None},
+                       preset)
+
+
+def check_resume_flags(request: SweepRequest) -> None:
+    """Refuses, with ``--resume``, the flags that set what the sweep set."""
+    given = [flag for key, flag in SWEEP_FLAGS.items() if getattr(request, key)]
+    if request.resume is not None and given:
+        raise PLNLPError(f"--resume goes on with the sweep's own settings; drop "
+                         f"{', '.join(given)}.")
+
+
+def planned_sweep(request: SweepRequest, source: GraphSource,
+                  space: SearchSpace | None) -> tuple[SearchSpace, str]:
+    """The sweep to run and its MLflow experiment: ``space``, read from
+    ``--space``, or the sweep ``--resume`` names (:func:`resumed_sweep`)."""
+    if space is None:
+        return resumed_sweep(request, source)
+    return space, request.experiment or f"plnlp-{source.info.name}-tune"
+
+
+def resumed_sweep(request: SweepRequest, source: GraphSource) -> tuple[SearchSpace, str]:
+    """Looks ``--resume`` up: a sweep's run of this tracking store (which
+    must exist: reading one creates it) that swept ``source``'s graph, has
+    not finished and still has its Ray Tune state. Returns its search space,
+    rebuilt from what the run recorded, and its experiment's name."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+    from ray import tune
+
+    from pipelines.runtime.services import check_store_exists
+
+    check_store_exists(mlflow.get_tracking_uri())
+    client = MlflowClient()
+    try:
+        run = client.get_run(request.resume)
+    except MlflowException as error:
+        raise PLNLPError(f"there is no MLflow run {request.resume} at {mlflow.get_tracking_uri()}; "
+                         "give --resume the id of a sweep run of this tracking store (see "
+                         "mlflow ui), or set MLFLOW_TRACKING_URI to the store that holds "
+                         "it.") from error
+    params = run.data.params
+    if "searched" not in params:
+        raise PLNLPError(f"run {request.resume} is not a sweep; give --resume the sweep's run (a "
+                         "trial's parent), or go on with a single run with pipelines/run.py "
+                         "--resume.")
+    if params.get("dataset") != source.info.name:
+        raise PLNLPError(f"sweep {request.resume} swept {params.get('dataset')}, not "
+                         f"{source.info.name}; resume it with --dataset {params.get('dataset')}.")
+    if run.info.status == "FINISHED":
+        raise PLNLPError(f"sweep {request.resume} has already finished; start a new sweep instead "
+                         "of --resume.")
+    state = run.data.tags.get(TUNE_STATE_TAG)
+    if state is None or not tune.Tuner.can_restore(state):
+        raise PLNLPError(f"sweep {request.resume} cannot go on: its Ray Tune state is gone "
+                         f"({state or 'the sweep recorded none'}); start a new sweep.")
+    return recorded_space(client, run, source), \
+        client.get_experiment(run.info.experiment_id).name
+
+
+def recorded_space(client: object, run: object, source: GraphSource) -> SearchSpace:
+    """A sweep's search space as its run recorded it: the file, the counts
+    and resources the command line set, and the settings not searched."""
+    import yaml
+
+    params = run.data.params
+    with tempfile.TemporaryDirectory() as folder:
+        data = read_mapping(Path(client.download_artifacts(
+            run.info.run_id, "search_space.yaml", folder)), "search space")
+        settings = yaml.safe_load(Path(client.download_artifacts(
+            run.info.run_id, "config.yaml", folder)).read_text())
+    data["num_samples"] = int(params["num_samples"])
+    if params["max_concurrent"] != "cluster":
+        data["max_concurrent"] = int(params["max_concurrent"])
+    resources = {"workers": int(params["trial_workers"]),
+                 "cpus_per_worker": int(params["trial_cpus_per_worker"]),
+                 "gpus_per_worker": float(params["trial_gpus_per_worker"])}
+    return SearchSpace(Path(params["search_space"]), PLNLPConfig.from_mapping(settings),
+                       source.info, data, resources, params.get("preset"))

@@ -1,0 +1,162 @@
+"""What a run prints: the product's own lines, and Ray's and MLflow's only
+when they warn or fail (everything with ``--verbose``)."""
+import logging
+import os
+import re
+import sys
+from collections.abc import Callable
+
+from components.training.startup import describe_startup
+
+# Lines Ray's processes print that say something went wrong.
+_TROUBLE = re.compile(r"Error|ERROR|Exception|Traceback|WARNING|Warning|Killed|OOM|died")
+# Ray's own notices that look like trouble and are not: a deprecation inside
+# Ray Data, and an internal note each Train controller prints at start.
+_BENIGN = re.compile(r"RayDeprecationWarning|PreemptionWatcher|exclude_resources")
+# The product's own lines, printed by the training worker.
+_OURS = re.compile(r"^(epoch \d+/\d+|restarting after epoch|building |reusing cached )")
+# The first line of a Python traceback; its last is the first line after it
+# that is not indented (the error).
+_TRACEBACK = "Traceback (most recent call last):"
+# Tracebacks Ray logs and goes on after: a get that timed out on a loaded
+# machine (such as Train's controller's, stopping its placement-group cleaner).
+_INTERNAL = re.compile(r"GetTimeoutError")
+# Tune's driver-side notes that a step of its loop or a save of its state
+# was slow (each step a loaded machine delays).
+_SLOW_STEP_LOGGERS = ("ray.tune.utils.util", "ray.tune.execution.experiment_state")
+
+
+def quiet_console(verbose: bool) -> None:
+    """Lowers MLflow's and Ray's driver-side loggers to warnings (Tune's
+    slow-step notes to errors), and filters the lines Ray forwards from its
+    workers and actors (:class:`ForwardedLines`; those left out stay in
+    Ray's log files), unless ``verbose``. Call it after ``ray.init``.
+    Output that is not a terminal (a log file) gets Ray's forwarded lines
+    without colour codes, verbose or not."""
+    if not sys.stdout.isatty():
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")  # read by Ray as it prints each line
+    if verbose:
+        return
+    quiet_model_loading()
+    for name in ("mlflow", "ray", "ray.data", "ray.train", "ray.tune", "alembic"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    for name in _SLOW_STEP_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    _filter_forwarded_lines(ForwardedLines())
+
+
+def quiet_model_loading() -> None:
+    """Keeps MLflow's artifact progress bars off the console."""
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+
+def keep_line(line: str) -> bool:
+    """Whether a line a Ray worker or actor printed reaches the console."""
+    return bool(_OURS.search(line) or (_TROUBLE.search(line) and not _BENIGN.search(line)))
+
+
+class ForwardedLines:
+    """What of a batch of lines Ray forwards reaches the console: in each
+    process's stream every Python traceback folds into the line that logged
+    it and its error (:func:`fold_tracebacks`), then :func:`keep_line`
+    picks. A traceback cut between two batches waits for its end."""
+
+    def __init__(self) -> None:
+        self.unfinished: dict[tuple[object, object], list[str]] = {}
+
+    def __call__(self, data: dict) -> list[str]:
+        stream = (data.get("pid"), data.get("is_err"))
+        lines, unfinished = fold_tracebacks(
+            [*self.unfinished.pop(stream, []), *data.get("lines", [])])
+        if unfinished:
+            self.unfinished[stream] = unfinished
+        return [line for line in lines if keep_line(line)]
+
+
+def fold_tracebacks(lines: list[str]) -> tuple[list[str], list[str]]:
+    """``lines`` with each traceback and the line before it (what logged
+    it) folded into that line and the error, or into nothing when Ray goes
+    on after it (a timed-out get, or logged by a benign line); and the
+    unfinished traceback at their end, with its line before."""
+    kept: list[str] = []
+    block: list[str] = []
+    for line in lines:
+        if block:
+            block.append(line)
+            if line[:1] not in ("", " ", "\t"):
+                kept += _folded(block)
+                block = []
+        elif line.startswith(_TRACEBACK):
+            block = [kept.pop() if kept else "", line]
+        else:
+            kept.append(line)
+    return kept, block
+
+
+def _folded(block: list[str]) -> list[str]:
+    header, *_, error = block
+    internal = _INTERNAL.search(error) or _BENIGN.search(header)
+    return [] if internal else [header, error]
+
+
+def _filter_forwarded_lines(pick: Callable[[dict], list[str]]) -> None:
+    """Puts ``pick`` (a batch's lines to print) in front of the printer
+    ``ray.init`` installed for forwarded lines (Ray 2.60's stream
+    dispatcher; where Ray has none, or lays it out otherwise, lines pass
+    unfiltered)."""
+    try:
+        from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
+    except ImportError:
+        return
+    printers = [handler for name, handler in getattr(dispatcher, "handlers", [])
+                if name == "ray_print_logs"]
+    if len(printers) != 1:
+        return
+
+    def filtered(data: dict) -> None:
+        lines = pick(data)
+        if lines:
+            printers[0]({**data, "lines": lines})
+
+    dispatcher.remove_handler("ray_print_logs")
+    dispatcher.add_handler("ray_print_logs", filtered)
+
+
+def runs_table_page(experiment_id: str) -> str:
+    """The MLflow UI's page of an experiment's runs table. MLflow 3 opens an
+    experiment on its GenAI overview unless the UI's workflow is "model
+    training", which this query sets."""
+    return f"#/experiments/{experiment_id}?workflowType=machine_learning"
+
+
+def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> None:
+    """The block a finished run ends with: its final metrics, the MLflow run,
+    and the command that shows it."""
+    import mlflow
+
+    from components.recording.model_export import logged_model_uri
+
+    uri = mlflow.get_tracking_uri()
+    run = mlflow.get_run(run_id)
+    best = run.data.metrics.get("best_epoch")
+    lines = ["", f"run {run.info.run_name} finished"]
+    if best is not None:
+        lines.append(f"  best epoch     {int(best)} (by valid_{main_metric})")
+    startup = describe_startup(run.data.metrics)
+    if startup is not None:
+        lines.append(f"  start          {startup}")
+    for split in ("valid", "test"):
+        shown = [f"{key.split(f'final_{split}_')[1]} {value:.4f}"
+                 for key, value in sorted(final.items()) if key.startswith(f"final_{split}_")]
+        lines.append(f"  final {split:5}    " + "  ".join(shown))
+    lines.append(f"  MLflow run     {run_id} in {uri}")
+    if logged_model_uri(run_id) is not None:
+        lines.append(f"  use the model  python pipelines/predict.py --model runs:/{run_id}/model "
+                     "--top-k 20 --out top20.csv")
+    page = runs_table_page(run.info.experiment_id)
+    if uri.startswith("http"):
+        lines.append(f"  see it at      {uri.rstrip('/')}/{page}")
+    else:
+        lines.append(f"  see it with    mlflow ui --backend-store-uri {uri}  "
+                     f"then http://127.0.0.1:5000/{page}")
+    print("\n".join(lines), flush=True)

@@ -1,0 +1,202 @@
+"""What every command line shares: refuse bad input and unreachable
+services before any work, run the job inside one MLflow run, record a
+failure as a FAILED run and an interrupt as a KILLED one."""
+import logging
+import re
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+import mlflow
+import ray
+import torch
+
+from components.recording.tracking import clear_failure, mark_failed
+from components.storage.location import Location, check_listable, check_writable, is_uri, location
+from components.training.startup import mark
+from components.training.workers import WorkerGroup
+from pipelines.runtime.home_folder import keep_home_clean
+from pipelines.runtime.interrupts import SignalGuard, stop
+from pipelines.runtime.services import (
+    check_tracking_store,
+    connect_ray,
+    local_store_path,
+    tracking_store_lock,
+)
+from plnlp_core.data.datasets import cache_dir
+from plnlp_core.errors import PLNLPError
+
+T = TypeVar("T")
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+
+
+def prepare(validate: Callable[[], T], workers: WorkerGroup, verbose: bool = True,
+            work_dir: str | None = None, data_root: str | None = None) -> T | None:
+    """Checks that the MLflow store can be written, runs ``validate``,
+    checks that ``work_dir`` can be written and ``data_root`` read when
+    they are in object storage, starts or joins Ray (see
+    :func:`connect_ray`) and checks the worker group fits (Ray's driver
+    logging its info lines only when ``verbose``); on bad input prints one
+    ``error:`` line and returns ``None``. SIGINT or SIGTERM meanwhile stops
+    the process (see :func:`pipelines.runtime.interrupts.stop`)."""
+    keep_home_clean()
+    guard = SignalGuard()
+    try:
+        with guard:
+            check_tracking_store(mlflow.get_tracking_uri())
+            value = validate()
+            check_storage(work_dir, data_root)
+            if workers.num_workers < 1 or workers.cpus_per_worker < 1:
+                raise PLNLPError("--num-workers and --cpus-per-worker must be at least 1.")
+            connect_ray(logging.INFO if verbose else logging.WARNING)
+            check_resources(workers)
+    except PLNLPError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return None
+    except KeyboardInterrupt:
+        stop(guard)
+    return value
+
+
+def check_storage(work_dir: str | None, data_root: str | None) -> None:
+    """Refuses, before any work, a ``--work-dir`` in object storage that
+    cannot be written and a ``--data-root`` there that cannot be listed."""
+    if work_dir and is_uri(work_dir):
+        check_writable(location(work_dir), "--work-dir")
+    if data_root and is_uri(data_root):
+        check_listable(location(data_root), "--data-root")
+
+
+def check_resources(workers: WorkerGroup) -> None:
+    """Refuses a worker group the cluster can never hold (it would wait forever)."""
+    available = ray.cluster_resources()
+    fixes = {"CPU": "lower --num-workers or --cpus-per-worker",
+             "GPU": "lower --num-workers or drop --use-gpu"}
+    for name, amount in workers.resources().items():
+        if available.get(name, 0) < amount:
+            raise PLNLPError(f"{workers.num_workers} workers need {amount:g} {name}s but the Ray "
+                             f"cluster has {available.get(name, 0):g}; {fixes[name]}.")
+
+
+def execute(
+    experiment: str, run_name: str, work_dir: str | None, job: Callable[[Location], T],
+    run_id: str | None = None,
+) -> tuple[str, T] | None:
+    """Runs ``job(work)`` inside a new MLflow run of ``experiment`` (or the
+    existing run ``run_id``, which goes on); returns the run's id and the
+    job's result, or ``None`` after marking the run FAILED with the reason.
+    A scratch ``work`` folder is removed afterwards unless ``work_dir``
+    names it. SIGINT or SIGTERM ends the run KILLED and exits 130 or 143
+    (see :func:`pipelines.runtime.interrupts.stop`)."""
+    guard, work = SignalGuard(), None
+    try:
+        with guard:
+            with tracking_store_lock(mlflow.get_tracking_uri()):
+                experiment_id = use_experiment(experiment)  # of two at once, one makes tables
+            # a classic training experiment: the UI opens on its runs table, not on GenAI traces
+            mlflow.set_experiment_tag(EXPERIMENT_KIND_TAG, "custom_model_development")
+            work = location(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
+            run = mlflow.start_run(run_id=run_id,
+                                   run_name=None if run_id
+                                   else distinct_run_name(experiment_id, run_name))
+            mark("mlflow_run")
+            result = job(work)
+            guard.raise_if_received()  # a library that swallowed the interrupt
+            if run_id is not None:
+                clear_failure()  # the resumed run finished
+            mlflow.end_run()
+    except KeyboardInterrupt:
+        stop(guard)
+    except Exception as error:  # the run is recorded as failed, then the error is shown
+        reason = describe_failure(error)
+        mark_failed(reason)
+        print(f"error: {reason}", file=sys.stderr)
+        return None
+    finally:
+        if work_dir is None and work is not None:
+            work.remove()
+    return run.info.run_id, result
+
+
+def use_experiment(name: str) -> str:
+    """Makes ``name`` MLflow's active experiment. A new one in a SQLite
+    store gets its artifacts in ``mlartifacts/`` beside the file: MLflow's own
+    default is ``./mlruns`` under the current folder, which under ``ray job
+    submit`` is Ray's job folder, deleted later. A server keeps its default.
+    Returns the experiment's id."""
+    uri = mlflow.get_tracking_uri()
+    if mlflow.get_experiment_by_name(name) is None:
+        store = local_store_path(uri) if urlsplit(uri).scheme == "sqlite" else None
+        location = None if store is None else (
+            store.resolve().parent / "mlartifacts").as_uri()
+        mlflow.create_experiment(name, artifact_location=location)
+    return mlflow.set_experiment(name).experiment_id
+
+
+def distinct_run_name(experiment_id: str, name: str) -> str:
+    """``name``, or ``name-2``, ``name-3``, ... when the experiment has a
+    run of that name already, so that the UI tells reruns apart."""
+    quoted = name.replace("'", "\\'")
+    taken = {run.info.run_name for run in mlflow.MlflowClient().search_runs(
+        [experiment_id], filter_string=f"attributes.run_name LIKE '{quoted}%'")}
+    suffix = 1
+    while (candidate := name if suffix == 1 else f"{name}-{suffix}") in taken:
+        suffix += 1
+    return candidate
+
+
+def scratch_dir() -> Path:
+    """Where stage outputs of a run go unless ``--work-dir`` says."""
+    root = cache_dir() / "work"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def failure_reason(error: BaseException) -> str:
+    """The innermost cause's first line (see :func:`causes`)."""
+    *_, error = causes(error)
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def causes(error: BaseException) -> Iterator[BaseException]:
+    """``error``, then what it wraps, outermost first: Ray wraps a task's
+    error (``cause``), Ray Train a worker's (``worker_failures``, the lowest
+    rank's) or its controller's (``controller_failure``), Python a cause
+    (``__cause__``)."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        failures = getattr(error, "worker_failures", None) or {}
+        error = (failures[min(failures)] if failures else None) \
+            or getattr(error, "controller_failure", None) or getattr(error, "cause", None) \
+            or error.__cause__
+
+
+def describe_failure(error: BaseException) -> str:
+    """What the run's ``failure_reason`` says: :func:`failure_reason`, or,
+    when a GPU ran out of memory anywhere in the chain, which settings to lower."""
+    out_of_memory = [cause for cause in causes(error) if isinstance(
+        cause, torch.cuda.OutOfMemoryError) or "CUDA out of memory" in str(cause)]
+    if out_of_memory:  # the innermost says how much it wanted
+        return gpu_out_of_memory_reason(out_of_memory[-1], _active_params())
+    return failure_reason(error)
+
+
+def gpu_out_of_memory_reason(error: BaseException, params: dict[str, str]) -> str:
+    """The sentence for a GPU out of memory, with the batch sizes the run used."""
+    wanted = re.search(r"Tried to allocate ([\d.]+ \w+)", str(error))
+    detail = f" (tried to allocate {wanted.group(1)})" if wanted else ""
+    return (f"out of GPU memory{detail}; lower batch_size (now {params.get('batch_size', '?')}) "
+            f"or eval_batch_size (now {params.get('eval_batch_size', '?')}), or the hidden "
+            "sizes.")
+
+
+def _active_params() -> dict[str, str]:
+    """The settings the innermost active MLflow run recorded."""
+    run = mlflow.active_run()
+    return mlflow.get_run(run.info.run_id).data.params if run is not None else {}

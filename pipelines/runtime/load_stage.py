@@ -1,0 +1,38 @@
+"""The ``load`` stage as the main job, a sweep and the Kubeflow ``load``
+step run it from their flags: once, before any config is trained (see
+:mod:`components.train_and_evaluate`)."""
+from pathlib import Path
+
+import ray
+
+from components.artifacts import DatasetArtifact
+from components.load import (
+    OwnGraphOptions,
+    load_dataset,
+    load_own_dataset,
+    loaded_dataset,
+    loaded_own_dataset,
+)
+from components.storage.location import location
+from components.storage.stage_cache import stage_cache_root
+from pipelines.planning.run_plan import GraphFlags, GraphSource
+from plnlp_core.data.datasets import data_root_setting
+
+
+def load_stage(source: GraphSource, graph: GraphFlags, data_root: str | None,
+               work_dir: str | None) -> DatasetArtifact:
+    """The ``load`` stage of ``source``: an OGB dataset under ``data_root``,
+    or a graph of one's own read as ``graph`` says. An output already in
+    the stage cache of ``work_dir`` is taken here; only a new one takes a
+    Ray task."""
+    cache = stage_cache_root(work_dir).uri
+    if source.path is None:
+        root = location(data_root_setting(data_root)).uri
+        return loaded_dataset(source.info.name, root, cache) \
+            or ray.get(load_dataset.remote(source.info.name, root, cache))
+    features = str(Path(graph.node_features).resolve()) if graph.node_features else None
+    options = OwnGraphOptions(graph.split, graph.split_seed, graph.directed, features,
+                              source.info.hits_k)
+    path = str(source.path.resolve())
+    return loaded_own_dataset(path, options, cache) \
+        or ray.get(load_own_dataset.remote(path, options, cache))
