@@ -17,7 +17,7 @@ import ray
 from mlflow.tracking import MlflowClient
 
 from components.recording.tracking import FAILURE_TAG, INTERRUPTED_TAG
-from pipelines.tune import TUNE_STATE_TAG
+from pipelines.planning.sweep_plan import TUNE_STATE_TAG
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 DESCRIPTIONS = {signal.SIGINT: "SIGINT (Ctrl-C)", signal.SIGTERM: "SIGTERM"}
