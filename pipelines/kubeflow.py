@@ -300,7 +300,7 @@ def run_local(arguments: dict[str, object], pipeline_root: Path) -> dict[str, fl
     here for the run (one start instead of one per step)."""
     import ray
 
-    from pipelines.runtime.services import connect_ray
+    from pipelines.runtime.ray_cluster import connect_ray
 
     local.init(runner=local.SubprocessRunner(use_venv=False),
                pipeline_root=str(pipeline_root.resolve()))

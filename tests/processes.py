@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipelines.runtime.services import free_port
+from pipelines.runtime.ray_cluster import free_port
 
 __all__ = ["free_port", "pipeline_env", "process_group", "wait_for_http"]
 

@@ -14,7 +14,7 @@ from components.storage.location import location
 from components.training.checkpoints import CHECKPOINTS_TAG, SHAPES_FILE
 from pipelines.planning.presets import parse_overrides
 from pipelines.planning.run_plan import GraphSource, RunPlan, RunRequest
-from pipelines.runtime.services import check_tracking_store
+from pipelines.runtime.mlflow_store import check_tracking_store
 from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.errors import PLNLPError

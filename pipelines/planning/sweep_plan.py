@@ -108,7 +108,7 @@ def resumed_sweep(request: SweepRequest, source: GraphSource) -> tuple[SearchSpa
     from mlflow.tracking import MlflowClient
     from ray import tune
 
-    from pipelines.runtime.services import check_store_exists
+    from pipelines.runtime.mlflow_store import check_store_exists
 
     check_store_exists(mlflow.get_tracking_uri())
     client = MlflowClient()

@@ -20,12 +20,12 @@ from components.training.startup import mark
 from components.training.workers import WorkerGroup
 from pipelines.runtime.home_folder import keep_home_clean
 from pipelines.runtime.interrupts import SignalGuard, stop
-from pipelines.runtime.services import (
+from pipelines.runtime.mlflow_store import (
     check_tracking_store,
-    connect_ray,
     local_store_path,
     tracking_store_lock,
 )
+from pipelines.runtime.ray_cluster import connect_ray
 from plnlp_core.data.datasets import cache_dir
 from plnlp_core.errors import PLNLPError
 

@@ -11,7 +11,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from components.recording.model_export import MODEL_ARTIFACT, logged_model_uri
-from pipelines.runtime.services import check_store_exists
+from pipelines.runtime.mlflow_store import check_store_exists
 from plnlp_core.errors import PLNLPError
 from plnlp_core.scoring.link_scorer import LinkScorer
 

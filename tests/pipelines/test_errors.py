@@ -31,7 +31,7 @@ from mlflow.tracking import MlflowClient
 from ray.core.generated import gcs_service_pb2
 
 import pipelines.runtime.interrupts
-import pipelines.runtime.services
+import pipelines.runtime.ray_cluster
 from components.recording.sweep_tracking import OUTCOME_TAG, TRIAL_TAG, TrialOutcome
 from components.recording.tracking import FAILURE_TAG
 from pipelines.run import main as run_main
@@ -831,7 +831,7 @@ def test_a_cluster_that_refuses_the_token_is_refused(mlflow_store, tmp_path, mon
         assert run_main(SMOKE) == 2
         assert "refused a connection without a token" in capsys.readouterr().err
         monkeypatch.setenv("RAY_AUTH_TOKEN", "the-cluster-token")
-        pipelines.runtime.services.check_ray_address(f"127.0.0.1:{port}")  # the right token passes
+        pipelines.runtime.ray_cluster.check_ray_address(f"127.0.0.1:{port}")  # right token passes
 
 
 def test_errors_of_ray_init_become_one_sentence(mlflow_store, monkeypatch, capsys):
@@ -846,13 +846,13 @@ def test_errors_of_ray_init_become_one_sentence(mlflow_store, monkeypatch, capsy
         def refuse(*args, error=error, **kwargs):
             raise error
 
-        monkeypatch.setattr(pipelines.runtime.services.ray, "init", refuse)
+        monkeypatch.setattr(pipelines.runtime.ray_cluster.ray, "init", refuse)
         assert_refused(entry_id, run_main(SMOKE), capsys.readouterr().err, test)
     def time_out(*args, **kwargs):  # Ray's start of a local node, on a loaded machine
         raise Exception("The current node timed out during startup.")
 
     monkeypatch.delenv("RAY_ADDRESS")
-    monkeypatch.setattr(pipelines.runtime.services.ray, "init", time_out)
+    monkeypatch.setattr(pipelines.runtime.ray_cluster.ray, "init", time_out)
     assert_refused("ray-local-start-failed", run_main(SMOKE), capsys.readouterr().err, test)
 
 
@@ -885,7 +885,7 @@ def test_a_real_cluster_refuses_a_wrong_token_within_seconds(tmp_path, monkeypat
         deadline = time.monotonic() + 60
         while True:  # until the head answers
             try:
-                pipelines.runtime.services.check_ray_address(f"127.0.0.1:{port}")
+                pipelines.runtime.ray_cluster.check_ray_address(f"127.0.0.1:{port}")
                 break
             except PLNLPError:
                 assert time.monotonic() < deadline and process.poll() is None, \
@@ -894,7 +894,7 @@ def test_a_real_cluster_refuses_a_wrong_token_within_seconds(tmp_path, monkeypat
         monkeypatch.setenv("RAY_AUTH_TOKEN", "a-wrong-token")
         started = time.monotonic()
         with pytest.raises(PLNLPError, match="refused the authentication token sent"):
-            pipelines.runtime.services.check_ray_address(f"127.0.0.1:{port}")
+            pipelines.runtime.ray_cluster.check_ray_address(f"127.0.0.1:{port}")
         assert time.monotonic() - started < REFUSE_WITHIN_S
     shutil.rmtree(temp, ignore_errors=True)
 
@@ -1284,7 +1284,7 @@ FIRST_TOUCH = """
 import sys
 sys.path.insert(0, sys.argv[1])
 import mlflow
-from pipelines.runtime.services import tracking_store_lock
+from pipelines.runtime.mlflow_store import tracking_store_lock
 with tracking_store_lock(mlflow.get_tracking_uri()):
     mlflow.set_experiment("plnlp-ddi")
 with mlflow.start_run():
