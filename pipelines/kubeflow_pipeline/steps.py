@@ -1,6 +1,6 @@
-"""What each step of the Kubeflow pipeline (``pipelines/kubeflow.py``) does,
-in plain Python: the stages of ``pipelines/run.py`` on the folders kfp gives
-a step for its inputs and outputs. Nothing here imports kfp, whose ``dsl``
+"""What each step of the Kubeflow pipeline does, in plain Python (its kfp
+shells are in ``components.py``): the stages of ``pipelines/run.py`` on the
+folders kfp gives a step for its inputs and outputs. Nothing here imports kfp, whose ``dsl``
 holds only its artifact types inside a running step.
 
 Each step reads its settings as ``pipelines/run.py`` does, checks the MLflow

@@ -9,7 +9,8 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from components.recording.model_export import logged_model_uri
-from pipelines.kubeflow import cluster_problems, main
+from pipelines.kubeflow import main
+from pipelines.kubeflow_pipeline.cluster import cluster_problems
 from pipelines.planning.arguments import run_request, sweep_request
 from pipelines.planning.run_plan import plan_run
 
