@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from components.training.workers import WorkerGroup
-from pipelines.planning.run_plan import GraphFlags, RunRequest
+from pipelines.planning.request import GraphFlags, RunRequest
 from pipelines.planning.sweep_plan import SweepRequest
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.data.own_graph import DEFAULT_SPLIT

@@ -13,7 +13,7 @@ from mlflow.tracking import MlflowClient
 from components.storage.location import location
 from components.training.checkpoints import CHECKPOINTS_TAG, SHAPES_FILE
 from pipelines.planning.presets import parse_overrides
-from pipelines.planning.run_plan import GraphSource, RunPlan, RunRequest
+from pipelines.planning.request import GraphSource, RunPlan, RunRequest
 from pipelines.runtime.mlflow_store import check_tracking_store
 from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig

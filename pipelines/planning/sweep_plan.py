@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.planning.presets import load_preset, parse_overrides, read_mapping
-from pipelines.planning.run_plan import GraphFlags, GraphSource
+from pipelines.planning.request import GraphFlags, GraphSource
 from pipelines.planning.sweep_space import SearchSpace
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.errors import PLNLPError

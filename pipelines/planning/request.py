@@ -1,0 +1,149 @@
+"""What a run is asked to do and what it will do: a :class:`RunRequest`
+(the typed form of ``pipelines/run.py``'s flags, or of a Kubeflow step's
+parameters) and the :class:`RunPlan` that
+:func:`pipelines.planning.run_plan.plan_run` makes of it. Nothing here
+imports Ray or MLflow."""
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from components.training.workers import WorkerGroup
+from pipelines.planning.presets import OWN_PRESETS
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.data.datasets import DatasetInfo
+from plnlp_core.data.own_graph import DEFAULT_SPLIT
+
+
+@dataclass(frozen=True)
+class GraphFlags:
+    """How a graph of one's own is read (unused for OGB datasets): its
+    ``split`` (``random:TRAIN,VALID,TEST`` or ``time:...``), the seed of the
+    split and of its negatives, whether it is ``directed``, a node features
+    file and the Hits@K cut-offs (``"20,50,100"``)."""
+
+    split: str = DEFAULT_SPLIT
+    split_seed: int = 0
+    directed: bool = False
+    node_features: str | None = None
+    hits_k: str = "20,50,100"
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What a run is asked to do: the flags of ``pipelines/run.py``.
+
+    Attributes:
+        dataset (str): An OGB dataset's name, or the path of an edge list or
+            split folder.
+        preset (str, optional): Settings to start from (default: ``paper``,
+            or ``default`` for a graph of one's own).
+        config_file (Path, optional): A YAML mapping of settings over the preset.
+        overrides (tuple): ``KEY=VALUE`` settings over both.
+        model (str): ``plnlp`` or ``heuristic:<name>``.
+        runs (int): Seeds, from ``seed`` (default: the config's) on.
+        graph (GraphFlags): How a graph of one's own is read.
+        workers (WorkerGroup): The Ray Train workers of each training.
+        max_failures (int): Restarts of a dead worker group.
+        experiment (str, optional): The MLflow experiment.
+        data_root (str, optional): The folder or URI holding OGB datasets.
+        work_dir (str, optional): The folder or URI of stage outputs and checkpoints.
+        resume (str, optional): The MLflow run that goes on.
+        register (str, optional): The registered model the result joins.
+        yes (bool): Run a preset made for a GPU on CPUs without asking.
+        verbose (bool): Show Ray's and MLflow's own lines.
+    """
+
+    dataset: str
+    preset: str | None = None
+    config_file: Path | None = None
+    overrides: tuple[str, ...] = ()
+    model: str = "plnlp"
+    runs: int = 1
+    seed: int | None = None
+    graph: GraphFlags = GraphFlags()
+    workers: WorkerGroup = WorkerGroup()
+    max_failures: int = 3
+    experiment: str | None = None
+    data_root: str | None = None
+    work_dir: str | None = None
+    resume: str | None = None
+    register: str | None = None
+    yes: bool = False
+    verbose: bool = False
+
+
+@dataclass(frozen=True)
+class GraphSource:
+    """What ``--dataset`` names: an OGB dataset, or (with ``path``) a graph
+    of one's own, an edge list or a split folder."""
+
+    info: DatasetInfo
+    path: Path | None = None
+
+    @property
+    def presets(self) -> str:
+        """The presets file: ``<dataset>.yaml``, or ``own.yaml``."""
+        return OWN_PRESETS if self.path is not None else self.info.name
+
+    @property
+    def default_preset(self) -> str:
+        """``default`` for a graph of one's own, else ``paper``."""
+        return "default" if self.path is not None else "paper"
+
+
+@dataclass
+class RunPlan:
+    """What a run does.
+
+    Attributes:
+        request (RunRequest): What it was asked.
+        config (PLNLPConfig): Its settings.
+        source (GraphSource): Its graph.
+        run_id (str, optional): The MLflow run that goes on (``resume``).
+        runs (int): Its number of seeds.
+        children (dict): Seed to nested run id, for ``runs`` > 1.
+        finished (dict): Seed to ``final_*`` metrics of the seeds done.
+    """
+
+    request: RunRequest
+    config: PLNLPConfig
+    source: GraphSource
+    run_id: str | None = None
+    runs: int = 1
+    children: dict[int, str] = field(default_factory=dict)
+    finished: dict[int, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def model(self) -> str:
+        return self.request.model
+
+    @property
+    def preset(self) -> str:
+        return self.request.preset or self.source.default_preset
+
+    @property
+    def experiment(self) -> str:
+        """The MLflow experiment: ``--experiment``, else ``plnlp-<dataset>``."""
+        return self.request.experiment or f"plnlp-{self.source.info.name}"
+
+    def run_name(self, seeds: str | None = None) -> str:
+        """What tells runs apart in the MLflow UI: the graph, the preset or
+        model, the config file and overridden settings in short, and the
+        seed(s)."""
+        request = self.request
+        parts = [self.source.info.name, self.preset if self.model == "plnlp" else self.model]
+        if request.config_file is not None:
+            parts.append(Path(request.config_file).stem)
+        parts += [override.replace(" ", "") for override in request.overrides]
+        first = self.config.seed
+        parts.append(seeds or (f"seed{first}" if self.runs == 1
+                               else f"seeds{first}-{first + self.runs - 1}"))
+        return "-".join(parts)[:250]
+
+    def params(self) -> dict[str, object]:
+        """What a run logs beside its settings: the preset it started from
+        and its model, and, for PLNLP, the seeds, the restarts allowed and
+        the worker group (a heuristic is one CPU task)."""
+        if self.model != "plnlp":
+            return {"model": self.model, "preset": self.preset}
+        return {"model": self.model, "preset": self.preset, "runs": self.runs,
+                "max_failures": self.request.max_failures, **asdict(self.request.workers)}
