@@ -25,6 +25,7 @@ from pathlib import Path
 
 from kfp import compiler
 
+from components.storage.location import is_uri, location
 from pipelines.kubeflow_pipeline.cluster import (
     BASE_IMAGE,
     SECRET_KEYS,
@@ -115,8 +116,9 @@ def pipeline_arguments(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _absolute(folder: str) -> str:
-    """A local folder made absolute; an object store's URI, or "", as it is."""
-    return folder if not folder or "://" in folder else str(Path(folder).resolve())
+    """A local folder (or ``file://`` URI) as an absolute path; an object
+    store's URI, or "", as it is."""
+    return folder if not folder or is_uri(folder) else location(folder).uri
 
 
 def compiled_defaults(args: argparse.Namespace) -> dict[str, object]:

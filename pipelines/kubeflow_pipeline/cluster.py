@@ -7,6 +7,8 @@ from collections.abc import Mapping
 
 from kfp import dsl
 
+from components.storage.location import is_uri
+
 BASE_IMAGE = os.environ.get("PLNLP_IMAGE", "plnlp:latest")
 # Given to every step as the shell that compiles (or runs) the pipeline has them.
 STEP_ENV = ("MLFLOW_TRACKING_URI", "RAY_ADDRESS", "PLNLP_DATA_ROOT", "PLNLP_CACHE_DIR")
@@ -67,7 +69,7 @@ def cluster_problems(environ: Mapping[str, str], cache_volume: str | None = None
     elif not uri.startswith(("http://", "https://", "databricks")):
         problems.append(f"MLFLOW_TRACKING_URI={uri} is a store on this machine, which no pod "
                         "sees; set it to your tracking server.")
-    if cache_volume is None and "://" not in work_dir:
+    if cache_volume is None and not is_uri(work_dir):
         problems.append("no --work-dir in object storage and no --cache-volume, so each pod "
                         "caches its stage outputs where they are lost with it, and every run "
                         "loads and walks the graph again; give --work-dir s3://<bucket>/plnlp "

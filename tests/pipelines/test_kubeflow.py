@@ -47,6 +47,8 @@ def test_compiling_for_a_cluster_warns_of_a_default_image_and_a_tracking_store_n
     assert "MLFLOW_TRACKING_URI is unset" in warned[1] and "no --cache-volume" in warned[2]
     assert cluster_problems({"MLFLOW_TRACKING_URI": "http://mlflow:5000", "PLNLP_IMAGE": "x"},
                             None, "s3://bucket/plnlp") == []  # object storage needs no volume
+    assert len(cluster_problems({"MLFLOW_TRACKING_URI": "http://mlflow:5000", "PLNLP_IMAGE": "x"},
+                                None, "file:///tmp/plnlp")) == 1  # a local folder does
     assert cluster_problems({"MLFLOW_TRACKING_URI": "sqlite:////tmp/m.db", "PLNLP_IMAGE": "x"},
                             "cache") \
         == ["MLFLOW_TRACKING_URI=sqlite:////tmp/m.db is a store on this machine, which no pod "
