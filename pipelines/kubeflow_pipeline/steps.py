@@ -21,7 +21,8 @@ from components.storage.stage_cache import local_entry, stage_cache_root
 from components.train_and_evaluate import evaluate_and_log_model, run_checkpoints, train_in_run
 from components.training.checkpoints import checkpoint_root
 from components.training.workers import WorkerGroup
-from pipelines.planning.run_plan import RunRequest, graph_source, plan_run
+from pipelines.planning.request import RunRequest
+from pipelines.planning.run_plan import graph_source, plan_run
 from pipelines.runtime.console import quiet_console
 from pipelines.runtime.job import execute, prepare
 from pipelines.runtime.load_stage import load_stage
