@@ -13,7 +13,8 @@ from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
 from components.augment import augment
 from components.final_export import SCORER_DIR, read_final
 from components.recording.model_export import evaluate_and_export, log_link_model
-from components.recording.tracking import log_training
+from components.recording.runs import tag_run, untag_run
+from components.recording.tracking import log_metrics, log_training
 from components.storage.location import Location, local_copy, location
 from components.train import train
 from components.training.checkpoints import CHECKPOINTS_TAG
@@ -62,7 +63,7 @@ def log_final(directory: "str | Path | Location") -> dict[str, float]:
     :mod:`components.final_export`) as the active run's metrics and
     ``model``; returns the metrics."""
     final, id_kind = read_final(directory)
-    mlflow.log_metrics(final)
+    log_metrics(final)
     with local_copy(location(directory) / SCORER_DIR) as scorer:
         log_link_model(scorer, id_kind)
     return final
@@ -75,10 +76,10 @@ def run_checkpoints(checkpoints: "str | Path | Location") -> Iterator[Location]:
     block ends without an error, once MLflow holds the best model; a failed
     or interrupted run keeps them, so that ``--resume`` can go on from them."""
     storage = location(checkpoints) / mlflow.active_run().info.run_id
-    mlflow.set_tag(CHECKPOINTS_TAG, storage.uri)
+    tag_run(CHECKPOINTS_TAG, storage.uri)
     yield storage
     storage.remove()
-    mlflow.delete_tag(CHECKPOINTS_TAG)  # it would name a folder that is gone
+    untag_run(CHECKPOINTS_TAG)  # it would name a folder that is gone
 
 
 def train_in_run(
@@ -101,9 +102,9 @@ def train_in_run(
     start = time.perf_counter()
     trained = train(dataset, walks, config, storage, workers, mlflow.get_tracking_uri(),
                     run_id, max_failures, callbacks, decision_epochs, export)
-    mlflow.log_metrics({"best_epoch": trained.best_epoch,
-                        "train_stage_seconds": time.perf_counter() - start,
-                        "fit_seconds": trained.fit_seconds, **first_startup(trained)})
+    log_metrics({"best_epoch": trained.best_epoch,
+                 "train_stage_seconds": time.perf_counter() - start,
+                 "fit_seconds": trained.fit_seconds, **first_startup(trained)})
     log_training(trained, dataset.meta.metric.replace("@", "_"),
                  mlflow.active_run().info.run_name)
     return trained

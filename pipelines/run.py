@@ -26,10 +26,12 @@ def pipeline(plan: RunPlan) -> dict[str, float]:
     import ray
 
     from components.evaluate import evaluate_heuristic
+    from components.recording.runs import start_run
     from components.recording.tracking import (
         clear_failure,
         log_config,
         log_graph,
+        log_metrics,
         log_validation_curves,
         summary_metrics,
     )
@@ -50,7 +52,7 @@ def pipeline(plan: RunPlan) -> dict[str, float]:
         cpus = request.workers.cpus_per_worker
         final = ray.get(evaluate_heuristic.options(num_cpus=cpus).remote(
             dataset, plan.model.split(":")[1], plan.config))
-        mlflow.log_metrics(final)
+        log_metrics(final)
         return final
     checkpoints = checkpoint_root(request.work_dir)
     if plan.runs == 1:
@@ -67,7 +69,7 @@ def pipeline(plan: RunPlan) -> dict[str, float]:
             continue
         resumed = plan.children.get(seeded.seed)
         name = None if resumed else plan.run_name(f"seed{seeded.seed}")
-        with mlflow.start_run(run_id=resumed, run_name=name, nested=True) as child:
+        with start_run(run_id=resumed, run_name=name, nested=True) as child:
             children[seeded.seed] = child.info.run_id
             if resumed is None:
                 log_config(seeded, extra)
@@ -76,7 +78,7 @@ def pipeline(plan: RunPlan) -> dict[str, float]:
             if resumed is not None:
                 clear_failure()
     summary = summary_metrics(finals)
-    mlflow.log_metrics(summary)
+    log_metrics(summary)
     register(plan, {children[plan.config.seed + i]: final for i, final in enumerate(finals)})
     log_validation_curves({f"seed {seed}": run_id for seed, run_id in sorted(children.items())},
                           plan.source.info.main_metric_key,

@@ -63,7 +63,8 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
     import mlflow
     from ray import tune
 
-    from components.recording.tracking import log_config
+    from components.recording.runs import tag_run, untag_run
+    from components.recording.tracking import log_config, log_text
     from components.storage.location import location
     from components.sweep.trial import SweepTrial
     from components.training.checkpoints import checkpoint_root
@@ -72,7 +73,7 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
     parent = mlflow.active_run().info
     if request.resume is None:
         log_config(space.base, space.describe(), exclude=space.searched)
-        mlflow.log_text(request.space.read_text(), "search_space.yaml")
+        log_text(request.space.read_text(), "search_space.yaml")
     dataset = load_stage(source, request.graph, request.data_root, request.work_dir)
     options = {"tracking_uri": mlflow.get_tracking_uri(), "metric": space.metric,
                "checkpoints": checkpoint_root(request.work_dir).uri,
@@ -88,13 +89,13 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
                                    resume_errored=False, restart_errored=False)
     else:  # from here on, an interrupt leaves a sweep that --resume goes on with
         state = tune_state(request.work_dir, parent.run_id)
-        mlflow.set_tag(TUNE_STATE_TAG, state.uri)
+        tag_run(TUNE_STATE_TAG, state.uri)
         tuner = new_tuner(space, trainable, state, parent.run_id, request.verbose)
     fit(tuner, space, parent, request.verbose)
     best = summarise(space, parent, finished=True)
     if state == tune_state(None, parent.run_id):  # the cache keeps no finished sweep's state
         state.remove()
-        mlflow.delete_tag(TUNE_STATE_TAG)
+        untag_run(TUNE_STATE_TAG)
     if request.register is not None:
         from components.recording.model_registry import register_link_model
 

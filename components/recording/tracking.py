@@ -41,6 +41,16 @@ def log_config(config: PLNLPConfig, extra: dict[str, object],
     mlflow.log_text(yaml.safe_dump(settings, sort_keys=False), "config.yaml")
 
 
+def log_metrics(metrics: dict[str, float]) -> None:
+    """Logs ``metrics`` to the active run."""
+    mlflow.log_metrics(metrics)
+
+
+def log_text(text: str, artifact_file: str) -> None:
+    """Logs ``text`` as the active run's artifact ``artifact_file``."""
+    mlflow.log_text(text, artifact_file)
+
+
 def log_graph(dataset: DatasetArtifact) -> None:
     """For a graph of one's own: says what reading it dropped or noticed,
     logs those counts as ``graph_*`` params and the node id mapping as

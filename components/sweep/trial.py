@@ -10,6 +10,7 @@ from ray import tune
 from ray.util.queue import Empty, Queue
 
 from components.artifacts import DatasetArtifact
+from components.recording.runs import start_run
 from components.recording.sweep_tracking import TRIAL_TAG, trial_run_name, unfinished_trial_run
 from components.recording.tracking import log_config
 from components.sweep.reporter import CONTROLLER, EPOCH, SweepReporter
@@ -66,11 +67,10 @@ class SweepTrial(tune.Trainable):
         options = self.options
         stopped = unfinished_trial_run(options["parent_run_id"], self.trial_id)
         if stopped is not None:
-            return mlflow.start_run(run_id=stopped)
-        return mlflow.start_run(experiment_id=options["experiment_id"],
-                                parent_run_id=options["parent_run_id"],
-                                run_name=trial_run_name(self.sampled),
-                                tags={TRIAL_TAG: self.trial_id})
+            return start_run(run_id=stopped)
+        return start_run(experiment_id=options["experiment_id"],
+                         parent_run_id=options["parent_run_id"],
+                         run_name=trial_run_name(self.sampled), tags={TRIAL_TAG: self.trial_id})
 
     def step(self) -> dict:
         """The next evaluated epoch's metrics, or the final ones (``done``)."""

@@ -16,6 +16,7 @@ import mlflow
 import ray
 from mlflow.tracking import MlflowClient
 
+from components.recording.runs import end_other_run, end_run
 from components.recording.tracking import FAILURE_TAG, INTERRUPTED_TAG
 from pipelines.planning.sweep_plan import TUNE_STATE_TAG
 
@@ -160,9 +161,8 @@ def end_runs_killed(reason: str, since: float | None = None) -> str | None:
         reached = max(reached, epoch_reached(client, run_id),
                       _kill_stopped_children(client, run_id, reason, since))
         sweep = TUNE_STATE_TAG in client.get_run(run_id).data.tags
-        mlflow.set_tags({FAILURE_TAG: reason} if sweep else {FAILURE_TAG: reason,
-                                                              EPOCH_TAG: reached})
-        mlflow.end_run(status="KILLED")
+        end_run("KILLED", {FAILURE_TAG: reason} if sweep
+                else {FAILURE_TAG: reason, EPOCH_TAG: reached})
         outermost = _sweep_killed(run_id) if sweep else f"run {run_id} KILLED at epoch {reached}"
     return outermost
 
@@ -195,8 +195,7 @@ def _kill_stopped_children(
     reached = 0
     for child in stopped:
         epoch = epoch_reached(client, child.info.run_id)
-        client.set_tag(child.info.run_id, FAILURE_TAG, reason)
-        client.set_tag(child.info.run_id, EPOCH_TAG, str(epoch))
-        client.set_terminated(child.info.run_id, status="KILLED")
+        end_other_run(client, child.info.run_id, "KILLED",
+                      {FAILURE_TAG: reason, EPOCH_TAG: str(epoch)})
         reached = max(reached, epoch)
     return reached

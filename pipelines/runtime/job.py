@@ -14,6 +14,7 @@ import mlflow
 import ray
 import torch
 
+from components.recording.runs import end_run, mark_training_experiment, open_experiment, start_run
 from components.recording.tracking import clear_failure, mark_failed
 from components.storage.location import Location, check_listable, check_writable, is_uri, location
 from components.training.startup import mark
@@ -30,7 +31,6 @@ from plnlp_core.data.datasets import cache_dir
 from plnlp_core.errors import PLNLPError
 
 T = TypeVar("T")
-EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 
 
 def prepare(validate: Callable[[], T], workers: WorkerGroup, verbose: bool = True,
@@ -96,18 +96,16 @@ def execute(
         with guard:
             with tracking_store_lock(mlflow.get_tracking_uri()):
                 experiment_id = use_experiment(experiment)  # of two at once, one makes tables
-            # a classic training experiment: the UI opens on its runs table, not on GenAI traces
-            mlflow.set_experiment_tag(EXPERIMENT_KIND_TAG, "custom_model_development")
+            mark_training_experiment()
             work = location(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
-            run = mlflow.start_run(run_id=run_id,
-                                   run_name=None if run_id
-                                   else distinct_run_name(experiment_id, run_name))
+            run = start_run(run_id=run_id, run_name=None if run_id
+                            else distinct_run_name(experiment_id, run_name))
             mark("mlflow_run")
             result = job(work)
             guard.raise_if_received()  # a library that swallowed the interrupt
             if run_id is not None:
                 clear_failure()  # the resumed run finished
-            mlflow.end_run()
+            end_run()
     except KeyboardInterrupt:
         stop(guard)
     except Exception as error:  # the run is recorded as failed, then the error is shown
@@ -128,12 +126,9 @@ def use_experiment(name: str) -> str:
     submit`` is Ray's job folder, deleted later. A server keeps its default.
     Returns the experiment's id."""
     uri = mlflow.get_tracking_uri()
-    if mlflow.get_experiment_by_name(name) is None:
-        store = local_store_path(uri) if urlsplit(uri).scheme == "sqlite" else None
-        location = None if store is None else (
-            store.resolve().parent / "mlartifacts").as_uri()
-        mlflow.create_experiment(name, artifact_location=location)
-    return mlflow.set_experiment(name).experiment_id
+    store = local_store_path(uri) if urlsplit(uri).scheme == "sqlite" else None
+    return open_experiment(name, None if store is None
+                           else (store.resolve().parent / "mlartifacts").as_uri())
 
 
 def distinct_run_name(experiment_id: str, name: str) -> str:

@@ -1,0 +1,58 @@
+"""Opening, tagging and ending MLflow runs and experiments: every run a
+command, a seed or a sweep's trial records into starts and ends here."""
+import mlflow
+from mlflow.tracking import MlflowClient
+
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+
+
+def open_experiment(name: str, artifact_location: str | None = None) -> str:
+    """Makes ``name`` MLflow's active experiment, creating it with its
+    artifacts at ``artifact_location`` (MLflow's default when ``None``) if
+    it is new; returns its id."""
+    if mlflow.get_experiment_by_name(name) is None:
+        mlflow.create_experiment(name, artifact_location=artifact_location)
+    return mlflow.set_experiment(name).experiment_id
+
+
+def mark_training_experiment() -> None:
+    """Tags the active experiment as a classic training one, so that the
+    UI opens on its runs table, not on GenAI traces."""
+    mlflow.set_experiment_tag(EXPERIMENT_KIND_TAG, "custom_model_development")
+
+
+def start_run(
+    run_id: str | None = None, run_name: str | None = None, experiment_id: str | None = None,
+    nested: bool = False, parent_run_id: str | None = None, tags: dict[str, str] | None = None,
+) -> mlflow.ActiveRun:
+    """Starts a new run (named ``run_name``, a child of the active run when
+    ``nested`` or of ``parent_run_id``) or goes on with ``run_id``, as
+    ``mlflow.start_run`` does; a ``with`` block ends it."""
+    return mlflow.start_run(run_id=run_id, run_name=run_name, experiment_id=experiment_id,
+                            nested=nested, parent_run_id=parent_run_id, tags=tags)
+
+
+def end_run(status: str = "FINISHED", tags: dict[str, object] | None = None) -> None:
+    """Ends the innermost active run with ``status``, tagged with ``tags``."""
+    if tags:
+        mlflow.set_tags(tags)
+    mlflow.end_run(status=status)
+
+
+def end_other_run(client: MlflowClient, run_id: str, status: str,
+                  tags: dict[str, str]) -> None:
+    """Ends a run that is not active in this process (a sweep's trial, a
+    seed) with ``status``, tagged with ``tags``."""
+    for key, value in tags.items():
+        client.set_tag(run_id, key, value)
+    client.set_terminated(run_id, status=status)
+
+
+def tag_run(key: str, value: str) -> None:
+    """Tags the active run."""
+    mlflow.set_tag(key, value)
+
+
+def untag_run(key: str) -> None:
+    """Removes a tag of the active run."""
+    mlflow.delete_tag(key)

@@ -1,0 +1,105 @@
+"""MLflow is written from the recording wing alone: a module outside
+``components/recording/`` that logs, tags, opens, ends or registers through
+``mlflow`` or an ``MlflowClient`` fails this test. Reads stay anywhere."""
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("plnlp_core", "components", "pipelines")
+RECORDING = ROOT / "components" / "recording"
+WRITES = {"set_tag", "set_tags", "delete_tag", "start_run", "end_run", "create_run",
+          "set_terminated", "update_run", "delete_run", "restore_run", "create_experiment",
+          "set_experiment", "set_experiment_tag", "set_experiment_tags",
+          "delete_experiment_tag", "delete_experiment", "register_model",
+          "create_registered_model", "create_model_version", "set_registered_model_alias",
+          "delete_registered_model_alias", "set_registered_model_tag",
+          "set_model_version_tag", "transition_model_version_stage", "delete_registered_model"}
+
+
+def is_write(name: str) -> bool:
+    """Whether an MLflow call of this name writes to the tracking store."""
+    return name in WRITES or name.startswith("log_")
+
+
+def sources() -> list[Path]:
+    """Every Python module of the packages but the recording wing's."""
+    return sorted(path for package in PACKAGES for path in (ROOT / package).rglob("*.py")
+                  if RECORDING not in path.parents)
+
+
+def makes_client(node: ast.AST) -> bool:
+    """Whether ``node`` builds an ``MlflowClient`` somewhere inside."""
+    return any(isinstance(call, ast.Call) and _name(call.func) == "MlflowClient"
+               for call in ast.walk(node))
+
+
+def _name(node: ast.AST) -> str | None:
+    """The last name of ``a.b.c`` or ``c``."""
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+
+
+def _root(node: ast.AST) -> ast.AST:
+    """``a`` of ``a.b.c``, or the call that starts ``f().b``."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node
+
+
+def client_names(tree: ast.Module) -> set[str]:
+    """Names bound to an ``MlflowClient``: assigned one, or annotated as one."""
+    names = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+             and makes_client(node.value) for target in node.targets
+             if isinstance(target, ast.Name)}
+    return names | {node.arg for node in ast.walk(tree)
+                     if isinstance(node, ast.arg) and arg_is_client(node)}
+
+
+def arg_is_client(arg: ast.arg) -> bool:
+    """Whether a parameter is annotated ``MlflowClient``."""
+    return arg.annotation is not None and "MlflowClient" in ast.unparse(arg.annotation)
+
+
+def writes(path: Path, root: Path = ROOT) -> Iterator[str]:
+    """``path:line call`` for each MLflow write in a module (its path
+    relative to ``root``)."""
+    tree = ast.parse(path.read_text(), str(path))
+    clients = client_names(tree) | {"mlflow"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mlflow"):
+            for alias in node.names:
+                if is_write(alias.name):
+                    yield f"{path.relative_to(root)}:{node.lineno} imports {alias.name}"
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and is_write(node.func.attr)):
+            continue
+        receiver = _root(node.func)
+        if getattr(receiver, "id", None) in clients or makes_client(receiver):
+            yield f"{path.relative_to(root)}:{node.lineno} {ast.unparse(node.func)}"
+
+
+def test_only_the_recording_wing_writes_to_mlflow():
+    found = [line for path in sources() for line in writes(path)]
+    assert not found, "MLflow writes outside components/recording/:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("code", [
+    "import mlflow\nmlflow.log_metrics({})",
+    "import mlflow\nmlflow.pytorch.log_model(m, 'model')",
+    "from mlflow import MlflowClient\nclient = MlflowClient()\nclient.set_tag('r', 'k', 'v')",
+    "def f(client: MlflowClient):\n    client.set_terminated('r')",
+    "from mlflow.tracking import MlflowClient\nMlflowClient().create_registered_model('m')",
+    "from mlflow import start_run",
+])
+def test_the_scan_sees_each_kind_of_write(tmp_path, code):
+    (tmp_path / "example.py").write_text(code)
+    assert list(writes(tmp_path / "example.py", tmp_path))
+
+
+def test_the_scan_lets_reads_pass(tmp_path):
+    (tmp_path / "example.py").write_text(
+        "import mlflow\nmlflow.get_run('r')\nmlflow.MlflowClient().search_runs([])\n"
+        "mlflow.set_tracking_uri('x')\nlogger.log_metrics({})")
+    assert not list(writes(tmp_path / "example.py", tmp_path))
