@@ -32,7 +32,7 @@ PRECISIONS = ("fp32", "tf32", "bf16", "auto")
 
 @dataclass(frozen=True)
 class PLNLPConfig:
-    """The resolved settings of one experiment; see the README for each."""
+    """The resolved settings of one experiment; docs/settings.md describes each."""
 
     dataset: str = "ddi"
     # encoder (§4.1)
