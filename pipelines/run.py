@@ -11,7 +11,8 @@ import time
 
 from components.training.startup import mark_command_start
 from pipelines.planning.arguments import run_request
-from pipelines.planning.run_plan import RunPlan, plan_run
+from pipelines.planning.request import RunPlan
+from pipelines.planning.run_plan import plan_run
 from pipelines.runtime.process_exit import skip_final_collection
 from plnlp_core.errors import PLNLPError
 

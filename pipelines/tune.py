@@ -21,7 +21,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from pipelines.planning.arguments import sweep_request
-from pipelines.planning.run_plan import GraphSource, graph_source
+from pipelines.planning.request import GraphSource
+from pipelines.planning.run_plan import graph_source
 from pipelines.planning.sweep_plan import (
     TUNE_STATE_TAG,
     SweepRequest,

@@ -15,7 +15,7 @@ from components.load import (
 )
 from components.storage.location import location
 from components.storage.stage_cache import stage_cache_root
-from pipelines.planning.run_plan import GraphFlags, GraphSource
+from pipelines.planning.request import GraphFlags, GraphSource
 from plnlp_core.data.datasets import data_root_setting
 
 
