@@ -31,6 +31,7 @@ import mlflow
 import torch
 from timing import timed
 
+from components.recording.metric_names import run_metrics
 from components.storage.location import Location, location
 from components.training.checkpoints import write_checkpoint
 from pipelines.planning.presets import load_preset
@@ -111,7 +112,8 @@ def pipeline_run(work_dir: str, epochs: int, data_root: str, folder: Path) -> di
                              order_by=["attributes.start_time DESC"])[0]
     epochs_s = [m.value for m in client.get_metric_history(run.info.run_id, "epoch_seconds")]
     return {**{key.removeprefix("startup_").removesuffix("_s"): value
-               for key, value in run.data.metrics.items() if key.startswith("startup_")},
+               for key, value in run_metrics(run.data.metrics).items()
+               if key.startswith("startup_")},
             "epoch": sum(epochs_s) / len(epochs_s), "command": seconds}
 
 

@@ -93,6 +93,8 @@ def startup_phases_of_a_command(data_root: str | None, folder: Path,
     epoch ended (the final metrics, the model, Ray's shutdown, the exit)."""
     import mlflow
 
+    from components.recording.metric_names import run_metrics
+
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{folder}/startup.db",
            "PLNLP_CACHE_DIR": str(folder / "cache")}
     env.pop("RAY_ADDRESS", None)
@@ -112,6 +114,6 @@ def startup_phases_of_a_command(data_root: str | None, folder: Path,
                              order_by=["attributes.start_time DESC"])[0]
     last_epoch = max(m.timestamp for m in client.get_metric_history(run.info.run_id,
                                                                     "train_loss")) / 1000
-    return {**{key: value for key, value in run.data.metrics.items()
+    return {**{key: value for key, value in run_metrics(run.data.metrics).items()
                if key.startswith("startup_")},
             "command_s": ended - started, "after_last_epoch_s": ended - last_epoch}

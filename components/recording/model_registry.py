@@ -9,6 +9,7 @@ import mlflow
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from components.recording.metric_names import run_metrics
 from components.recording.model_export import logged_model_uri
 
 CHAMPION = "champion"
@@ -20,7 +21,7 @@ def register_link_model(run_id: str, name: str, metric: str) -> str:
     becomes ``champion`` when it beats the current one's (or there is
     none). Returns one line saying what happened."""
     client = MlflowClient()
-    value = client.get_run(run_id).data.metrics[metric]
+    value = run_metrics(client.get_run(run_id).data.metrics)[metric]
     with contextlib.redirect_stderr(io.StringIO()):  # MLflow prints "Successfully registered"
         version = mlflow.register_model(logged_model_uri(run_id), name).version
     client.set_model_version_tag(name, version, metric, f"{value:.6g}")

@@ -17,6 +17,7 @@ from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 from ray import tune
 
+from components.recording.metric_names import logged_metrics, run_metrics
 from components.recording.plots import plot_metric_by_setting
 from components.recording.tracking import FAILURE_TAG, INTERRUPTED_TAG, log_validation_curves
 from components.storage.location import location
@@ -192,7 +193,8 @@ def trial_table(outcomes: dict[str, TrialOutcome], run_ids: dict[str, str], metr
         run = client.get_run(run_ids[trial_id])
         history = [m.value for m in client.get_metric_history(run.info.run_id, metric)]
         best = (max if mode == "max" else min)(history) if history else float("nan")
-        finals = {k: v for k, v in run.data.metrics.items() if k.startswith("final_")}
+        finals = {k: v for k, v in run_metrics(run.data.metrics).items()
+                  if k.startswith("final_")}
         rows.append({"trial": outcome.trial_name, "run_id": run.info.run_id,
                      "status": outcome.status, "stopped_epoch": outcome.epoch
                      if outcome.status == "stopped_early" else None,
@@ -218,7 +220,7 @@ def log_sweep_summary(table: pd.DataFrame, searched: list[str], metric: str, mod
         _log_best_settings({f"best_{setting}": best[setting] for setting in searched}, finished)
         finals = {f"best_{name}": float(best[name]) for name in table.columns
                   if name.startswith("final_")}
-        mlflow.log_metrics({key: float(best[key]), **finals})
+        mlflow.log_metrics(logged_metrics({key: float(best[key]), **finals}))
         mlflow.set_tag(BEST_TRIAL_TAG, best["run_id"])
     with tempfile.TemporaryDirectory() as directory:
         table.to_csv(Path(directory) / "trials.csv", index=False)

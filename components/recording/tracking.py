@@ -14,6 +14,7 @@ from mlflow.tracking import MlflowClient
 
 from components.artifacts import DatasetArtifact, TrainArtifact
 from components.load import REPORT_FILE
+from components.recording.metric_names import logged_metrics
 from components.recording.plots import plot_learning_curve, plot_validation_curves
 from components.storage.location import local_copy
 from components.storage.parquet_io import NODE_IDS_FILE
@@ -42,8 +43,9 @@ def log_config(config: PLNLPConfig, extra: dict[str, object],
 
 
 def log_metrics(metrics: dict[str, float]) -> None:
-    """Logs ``metrics`` to the active run."""
-    mlflow.log_metrics(metrics)
+    """Logs ``metrics`` to the active run, each under its name in MLflow
+    (see :mod:`components.recording.metric_names`)."""
+    mlflow.log_metrics(logged_metrics(metrics))
 
 
 def log_text(text: str, artifact_file: str) -> None:

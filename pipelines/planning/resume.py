@@ -10,6 +10,7 @@ from mlflow.entities import Run
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from components.recording.metric_names import run_metrics
 from components.storage.location import location
 from components.training.checkpoints import CHECKPOINTS_TAG, SHAPES_FILE
 from pipelines.planning.presets import parse_overrides
@@ -67,7 +68,8 @@ def _read_children(client: MlflowClient, parent: Run, resumed: RunPlan) -> None:
         seed = int(child.data.params["seed"])
         resumed.children[seed] = child.info.run_id
         if child.info.status == "FINISHED":
-            resumed.finished[seed] = {key: value for key, value in child.data.metrics.items()
+            resumed.finished[seed] = {key: value for key, value
+                                      in run_metrics(child.data.metrics).items()
                                       if key.startswith("final_")}
 
 

@@ -134,15 +134,17 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
     and the command that shows it."""
     import mlflow
 
+    from components.recording.metric_names import run_metrics
     from components.recording.model_export import logged_model_uri
 
     uri = mlflow.get_tracking_uri()
     run = mlflow.get_run(run_id)
-    best = run.data.metrics.get("best_epoch")
+    metrics = run_metrics(run.data.metrics)
+    best = metrics.get("best_epoch")
     lines = ["", f"run {run.info.run_name} finished"]
     if best is not None:
         lines.append(f"  best epoch     {int(best)} (by valid_{main_metric})")
-    startup = describe_startup(run.data.metrics)
+    startup = describe_startup(metrics)
     if startup is not None:
         lines.append(f"  start          {startup}")
     for split in ("valid", "test"):

@@ -2,6 +2,7 @@
 the local Ray a run starts. Each problem is one :class:`PLNLPError`
 sentence that names the address and the fix; every probe gives up within
 :data:`~pipelines.runtime.mlflow_store.PROBE_TIMEOUT_S` seconds."""
+import contextlib
 import logging
 import os
 import socket
@@ -10,6 +11,7 @@ from unittest import mock
 from urllib.parse import urlsplit
 
 import grpc
+import psutil
 import ray
 from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
@@ -63,9 +65,31 @@ def start_local_ray(logging_level: int) -> None:
     --head` and RAY_ADDRESS give one)."""
     port = free_port()
     address = f"{ray.util.get_node_ip_address()}:{port}"
-    with mock.patch.dict(os.environ, {GCS_PORT_VARIABLE: str(port)}):
-        ray.init(address="local", ignore_reinit_error=True, logging_level=logging_level,
-                 include_dashboard=False, runtime_env={"env_vars": {"RAY_ADDRESS": address}})
+    running = set(psutil.Process().children(recursive=True))
+    try:
+        with mock.patch.dict(os.environ, {GCS_PORT_VARIABLE: str(port)}):
+            ray.init(address="local", ignore_reinit_error=True, logging_level=logging_level,
+                     include_dashboard=False,
+                     runtime_env={"env_vars": {"RAY_ADDRESS": address}})
+    except Exception:
+        stop_started_processes(running)
+        raise
+
+
+def stop_started_processes(running: set[psutil.Process], grace_s: float = 5.0) -> None:
+    """Ends the processes a local Ray that gave up starting left behind (a
+    GCS or raylet it launched before it timed out), so that a refused run
+    leaves nothing of Ray running: SIGTERM to this process's children that
+    were not ``running`` before, then SIGKILL to those alive after
+    ``grace_s`` seconds."""
+    children = set(psutil.Process().children(recursive=True)) - running
+    for child in children:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.terminate()
+    _, alive = psutil.wait_procs(children, timeout=grace_s)
+    for child in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.kill()
 
 
 def free_port() -> int:

@@ -52,7 +52,7 @@ def test_each_trial_run_ends_as_its_trial_did_and_the_parent_names_the_best(mlfl
     assert failed.data.tags["mlflow.parentRunId"] == parent.info.run_id
     assert best["run_id"] == completed
     summary = client.get_run(parent.info.run_id)
-    assert summary.data.metrics["best_valid_hits_20"] == pytest.approx(0.5)
+    assert summary.data.metrics["best/valid_hits_20"] == pytest.approx(0.5)
     assert summary.data.params["best_lr"] == "0.01"
     assert list(table["status"]) == ["completed", "stopped_early", "failed"]
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
@@ -78,7 +78,7 @@ def test_an_interrupted_sweep_keeps_its_ended_trials_and_the_best_so_far_until_i
                           "valid_hits_20", "max", "sweep", finished=False)
         interim = client.get_run(parent_id)
         assert interim.data.tags["best_lr"] == "0.01" and "best_lr" not in interim.data.params
-        assert interim.data.metrics["best_valid_hits_20"] == pytest.approx(0.3)
+        assert interim.data.metrics["best/valid_hits_20"] == pytest.approx(0.3)
         # the interrupt killed t1's run; the resumed sweep finished it, better
         client.set_tag(interrupted, FAILURE_TAG, "interrupted by SIGINT (Ctrl-C)")
         client.set_tag(interrupted, INTERRUPTED_TAG, "1")
@@ -95,7 +95,7 @@ def test_an_interrupted_sweep_keeps_its_ended_trials_and_the_best_so_far_until_i
     assert list(table["trial"]) == ["trial_0", "trial_1"]
     summary = client.get_run(parent_id)
     assert summary.data.params["best_lr"] == "0.1" and "best_lr" not in summary.data.tags
-    assert summary.data.metrics["best_valid_hits_20"] == pytest.approx(0.6)
+    assert summary.data.metrics["best/valid_hits_20"] == pytest.approx(0.6)
 
 
 def test_a_trial_run_is_named_by_its_sampled_settings():

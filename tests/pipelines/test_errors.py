@@ -848,12 +848,16 @@ def test_errors_of_ray_init_become_one_sentence(mlflow_store, monkeypatch, capsy
 
         monkeypatch.setattr(pipelines.runtime.ray_cluster.ray, "init", refuse)
         assert_refused(entry_id, run_main(SMOKE), capsys.readouterr().err, test)
+    started = []
+
     def time_out(*args, **kwargs):  # Ray's start of a local node, on a loaded machine
+        started.append(subprocess.Popen(["sleep", "600"]))  # as its GCS, already launched
         raise Exception("The current node timed out during startup.")
 
     monkeypatch.delenv("RAY_ADDRESS")
     monkeypatch.setattr(pipelines.runtime.ray_cluster.ray, "init", time_out)
     assert_refused("ray-local-start-failed", run_main(SMOKE), capsys.readouterr().err, test)
+    assert started[0].poll() is not None  # nothing the failed start launched outlives it
 
 
 def group_is_gone(pgid: int, within_s: float = 20) -> bool:
@@ -1507,7 +1511,7 @@ def predict_store(mlflow_store, ddi_standin_split, tmp_path) -> dict[str, str]:
                                    config, NodeIds(split.num_nodes, ids))
         scorer.save(tmp_path / name)
         with mlflow.start_run() as run:
-            mlflow.log_metric("final_valid_hits_20", 0.5)
+            mlflow.log_metric("final/valid_hits_20", 0.5)
             log_link_model(tmp_path / name, scorer.node_ids.kind)
         runs[name] = run.info.run_id
     register_link_model(runs["links"], "links", "final_valid_hits_20")

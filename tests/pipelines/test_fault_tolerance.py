@@ -78,7 +78,7 @@ def test_a_killed_worker_restarts_from_the_latest_checkpoint_and_logs_each_epoch
                                                            "restored_from_epoch")]
     assert restored and 2 <= max(restored) < EPOCHS
     assert logged_epochs(mlflow_store) == list(range(1, EPOCHS + 1))
-    assert 0.0 < run.data.metrics["final_test_hits_20"] <= 1.0
+    assert 0.0 < run.data.metrics["final/test_hits_20"] <= 1.0
 
 
 def test_resume_goes_on_with_a_failed_run_after_its_last_checkpoint(
@@ -102,4 +102,4 @@ def test_resume_goes_on_with_a_failed_run_after_its_last_checkpoint(
                                                            "restored_from_epoch")]
     assert len(restored) == 1 and stopped_at <= restored[0] < EPOCHS
     assert logged_epochs(mlflow_store) == list(range(1, EPOCHS + 1))
-    assert 0.0 < again.data.metrics["final_test_hits_20"] <= 1.0
+    assert 0.0 < again.data.metrics["final/test_hits_20"] <= 1.0

@@ -8,6 +8,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
+from components.recording.metric_names import run_metrics
 from components.recording.model_export import logged_model_uri
 from pipelines.kubeflow import main
 from pipelines.kubeflow_pipeline.cluster import cluster_problems
@@ -133,8 +134,8 @@ def test_pipeline_runs_locally_on_the_ddi_standin_into_one_finished_mlflow_run(
     run_ = runs[0]
     assert run_.info.status == "FINISHED"
     assert run_.data.params["embedding_dim"] == "8" and run_.data.params["walk_length"] == "3"
-    assert 0.0 <= run_.data.metrics["final_test_hits_20"] <= 1.0
-    assert 0.0 <= run_.data.metrics["final_valid_hits_20"] <= 1.0
+    assert 0.0 <= run_.data.metrics["final/test_hits_20"] <= 1.0
+    assert 0.0 <= run_.data.metrics["final/valid_hits_20"] <= 1.0
     history = client.get_metric_history(run_.info.run_id, "valid_hits_20")
     assert [m.step for m in history] == [1, 2]
     assert "checkpoint/model.pt" in {
@@ -145,7 +146,7 @@ def test_pipeline_runs_locally_on_the_ddi_standin_into_one_finished_mlflow_run(
     assert list((run_dir / "augment" / "walks").glob("round-0000/*.parquet"))
     output = json.loads((run_dir / "evaluate" / "executor_output.json").read_text())
     (metrics,) = output["artifacts"]["metrics"]["artifacts"]
-    finals = {k: v for k, v in run_.data.metrics.items() if k.startswith("final_")}
+    finals = {k: v for k, v in run_metrics(run_.data.metrics).items() if k.startswith("final_")}
     assert metrics["metadata"] == pytest.approx(finals) and len(finals) == 6
     assert f"final_test_hits_20 {finals['final_test_hits_20']:.4f}" in capsys.readouterr().out
 

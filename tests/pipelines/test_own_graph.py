@@ -40,7 +40,7 @@ def test_an_edge_list_runs_end_to_end_with_auc_and_hits_in_mlflow(
     assert main(["--dataset", str(path), *TINY]) == 0
     client, run = the_run(mlflow_store, "plnlp-friends")
     assert run.info.status == "FINISHED"
-    for key in ("final_valid_auc", "final_test_auc", "final_test_hits_20", "final_test_hits_50"):
+    for key in ("final/valid_auc", "final/test_auc", "final/test_hits_20", "final/test_hits_50"):
         assert 0.0 <= run.data.metrics[key] <= 1.0
     assert [m.step for m in client.get_metric_history(run.info.run_id, "valid_auc")] == [1, 2, 3]
     assert run.data.params["graph_self_loops"] == "1"
@@ -68,7 +68,7 @@ def test_a_split_folder_keeps_its_pairs_and_a_heuristic_scores_them(
     _, heuristic = the_run(mlflow_store, "h")
     _, plnlp = the_run(mlflow_store, "p")
     assert heuristic.data.params["model"] == "heuristic:ra"
-    assert heuristic.data.metrics["final_test_auc"] > 0.7  # RA ranks clustered graphs well
+    assert heuristic.data.metrics["final/test_auc"] > 0.7  # RA ranks clustered graphs well
     assert set(heuristic.data.metrics) >= {k for k in plnlp.data.metrics if k.startswith("final")}
 
 
@@ -78,7 +78,7 @@ def test_a_heuristic_runs_on_an_ogb_dataset_in_the_same_layout(
                  "--model", "heuristic:ra"]) == 0
     _, run = the_run(mlflow_store, "plnlp-ddi")
     assert run.info.run_name.startswith("ddi-heuristic:ra")
-    for key in ("final_valid_hits_20", "final_test_hits_20", "final_test_hits_100"):
+    for key in ("final/valid_hits_20", "final/test_hits_20", "final/test_hits_100"):
         assert 0.0 <= run.data.metrics[key] <= 1.0
 
 

@@ -79,7 +79,7 @@ def test_predicted_scores_give_the_runs_own_test_metrics(store, tmp_path, capsys
     pos = scores_of(store, "models:/links@champion", split.test_pos.tolist(), tmp_path)
     neg = scores_of(store, f"runs:/{run_.info.run_id}/model", split.test_neg.tolist(), tmp_path)
     metrics = ogb_metrics(split.info, torch.tensor(pos.to_numpy()), torch.tensor(neg.to_numpy()))
-    assert metrics["hits_20"] == pytest.approx(run_.data.metrics["final_test_hits_20"])
+    assert metrics["hits_20"] == pytest.approx(run_.data.metrics["final/test_hits_20"])
     assert "pairs/s" in capsys.readouterr().out
 
 

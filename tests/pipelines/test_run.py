@@ -31,7 +31,7 @@ def test_standin_pipeline_with_random_walks_and_two_runs_lands_in_mlflow(
     assert parent.info.status == "FINISHED"
     assert parent.data.params["loss"] == "weighted_hinge_auc"
     assert parent.data.params["walk_length"] == "3"
-    for key in ("final_test_hits_20_mean", "final_test_hits_20_std", "final_valid_hits_20_mean"):
+    for key in ("final/test_hits_20_mean", "final/test_hits_20_std", "final/valid_hits_20_mean"):
         assert 0.0 <= parent.data.metrics[key] <= 1.0
     assert sorted(c.data.params["seed"] for c in children) == ["0", "1"]
     assert {c.data.params["preset"] for c in children} == {"smoke"}
@@ -43,10 +43,10 @@ def test_standin_pipeline_with_random_walks_and_two_runs_lands_in_mlflow(
         assert len(client.get_metric_history(child.info.run_id, "train_loss")) == 3
         assert len(client.get_metric_history(child.info.run_id, "train_score_gap")) == 3
         best = max(history, key=lambda m: m.value)
-        assert child.data.metrics["final_valid_hits_20"] == pytest.approx(best.value)
+        assert child.data.metrics["final/valid_hits_20"] == pytest.approx(best.value)
         test_at_best = {m.step: m.value for m in
                         client.get_metric_history(child.info.run_id, "test_hits_20")}[best.step]
-        assert child.data.metrics["final_test_hits_20"] == pytest.approx(test_at_best)
+        assert child.data.metrics["final/test_hits_20"] == pytest.approx(test_at_best)
         artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
         assert {"config.yaml", "checkpoint", "metrics.csv", "learning_curve.png"} <= artifacts
         files = {a.path for a in client.list_artifacts(child.info.run_id, "checkpoint")}
@@ -70,7 +70,7 @@ def test_model_guided_samplers_train_through_the_pipeline_and_log_the_score_gap(
     assert not {"walk_starts", "degree_power", "ncn_beta"} & set(run.data.params)
     gaps = client.get_metric_history(run.info.run_id, "train_score_gap")
     assert [m.step for m in gaps] == [1, 2, 3]
-    assert 0.0 <= run.data.metrics["final_test_hits_20"] <= 1.0
+    assert 0.0 <= run.data.metrics["final/test_hits_20"] <= 1.0
 
 
 def test_the_edge_level_ene_preset_trains_and_evaluates_through_the_pipeline(
@@ -83,7 +83,7 @@ def test_the_edge_level_ene_preset_trains_and_evaluates_through_the_pipeline(
     assert (run.data.params["encoder_level"], run.data.params["predictor"]) == ("edge", "ncn")
     assert [m.step for m in client.get_metric_history(run.info.run_id, "valid_hits_20")] == [
         1, 2, 3]
-    assert 0.0 <= run.data.metrics["final_test_hits_20"] <= 1.0
+    assert 0.0 <= run.data.metrics["final/test_hits_20"] <= 1.0
 
 
 def test_a_heuristic_run_logs_its_preset_and_graph_not_the_neural_settings(
@@ -105,7 +105,7 @@ def test_standin_pipeline_with_two_ddp_workers_finishes(ray_session, mlflow_stor
     assert main(argv) == 0
     _, run, _ = only_run(mlflow_store, "ddp")
     assert run.data.params["num_workers"] == "2"
-    assert 0.0 <= run.data.metrics["final_test_hits_20"] <= 1.0
+    assert 0.0 <= run.data.metrics["final/test_hits_20"] <= 1.0
 
 
 def test_corrupt_dataset_marks_the_started_run_failed_with_the_reason(
@@ -134,8 +134,8 @@ def test_real_ddi_smoke_preset_records_final_hits_20(ray_session, mlflow_store, 
     client, run, _ = only_run(mlflow_store, "plnlp-ddi")
     assert run.info.status == "FINISHED"
     assert run.data.params["encoder"] == "sage"
-    assert 0.0 < run.data.metrics["final_test_hits_20"] <= 1.0
-    assert 0.0 < run.data.metrics["final_valid_hits_20"] <= 1.0
+    assert 0.0 < run.data.metrics["final/test_hits_20"] <= 1.0
+    assert 0.0 < run.data.metrics["final/valid_hits_20"] <= 1.0
     losses = [m.value for m in client.get_metric_history(run.info.run_id, "train_loss")]
     assert len(losses) == 5 and losses[-1] < losses[0]
 
@@ -152,7 +152,7 @@ def test_collab_paper_preset_runs_walks_years_and_validation_edges(
     _, run, _ = only_run(mlflow_store, "plnlp-collab")
     assert run.data.params["loss"] == "weighted_hinge_auc"
     assert run.data.params["valid_as_input"] == "True"
-    assert 0.0 <= run.data.metrics["final_test_hits_50"] <= 1.0
+    assert 0.0 <= run.data.metrics["final/test_hits_50"] <= 1.0
 
 
 def test_citation2_paper_preset_reports_mrr(ray_session, mlflow_store, tmp_path):
@@ -163,5 +163,5 @@ def test_citation2_paper_preset_reports_mrr(ray_session, mlflow_store, tmp_path)
                  *STANDIN]) == 0
     client, run, _ = only_run(mlflow_store, "plnlp-citation2")
     assert run.data.params["sampler"] == "local"
-    assert 0.0 < run.data.metrics["final_test_mrr"] <= 1.0
+    assert 0.0 < run.data.metrics["final/test_mrr"] <= 1.0
     assert len(client.get_metric_history(run.info.run_id, "valid_mrr")) == 3

@@ -105,7 +105,7 @@ def test_an_interrupt_leaves_the_sweep_run_the_summary_of_the_trials_that_ended(
     with mlflow.start_run(run_name="sweep") as parent, pytest.raises(KeyboardInterrupt):
         fit(InterruptedTuner(parent.info.run_id), space, parent.info, verbose=False)
     summary = client.get_run(parent.info.run_id)
-    assert summary.data.metrics["best_valid_hits_20"] == pytest.approx(0.4)  # not the running one
+    assert summary.data.metrics["best/valid_hits_20"] == pytest.approx(0.4)  # not the running one
     assert summary.data.tags["best_lr"] == "0.01"
     table = pd.read_csv(client.download_artifacts(parent.info.run_id, "trials.csv",
                                                   str(tmp_path)))
@@ -148,7 +148,7 @@ def test_an_interrupted_sweep_keeps_its_ended_trials_and_resume_finishes_it(
     table = pd.read_csv(client.download_artifacts(parent_id, "trials.csv", str(tmp_path)))
     assert list(table["run_id"]) == [ended[0].info.run_id]
     assert list(table["status"]) == ["completed"]
-    assert parent.data.metrics["best_valid_hits_20"] == pytest.approx(
+    assert parent.data.metrics["best/valid_hits_20"] == pytest.approx(
         table["best_valid_hits_20"][0])
     assert parent.data.tags["best_epochs"] == ended[0].data.params["epochs"] == "3"
     assert parent.data.tags["best_trial_run_id"] == ended[0].info.run_id
@@ -181,4 +181,4 @@ def test_an_interrupted_sweep_keeps_its_ended_trials_and_resume_finishes_it(
     best = table.loc[table["best_valid_hits_20"].idxmax()]
     assert parent.data.params["best_epochs"] == str(best["epochs"])
     assert "best_epochs" not in parent.data.tags
-    assert parent.data.metrics["best_valid_hits_20"] == pytest.approx(best["best_valid_hits_20"])
+    assert parent.data.metrics["best/valid_hits_20"] == pytest.approx(best["best_valid_hits_20"])

@@ -119,11 +119,11 @@ def test_asha_stops_weak_trials_and_mlflow_records_the_sweep(
         stopped = child.data.tags.get("stopped_early")
         last = int(stopped) if stopped else 4
         assert epochs == list(range(1, last + 1))  # every evaluated epoch, each once
-        assert ("final_test_hits_20" in child.data.metrics) == (stopped is None)
+        assert ("final/test_hits_20" in child.data.metrics) == (stopped is None)
         best_by_child[child.info.run_id] = max(m.value for m in history)
     assert any("stopped_early" in c.data.tags for c in children)
     best = max(best_by_child.values())
-    assert parent.data.metrics["best_valid_hits_20"] == pytest.approx(best)
+    assert parent.data.metrics["best/valid_hits_20"] == pytest.approx(best)
     assert best_by_child[parent.data.tags["best_trial_run_id"]] == pytest.approx(best)
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"trials.csv", "valid_by_setting.png", "valid_by_epoch.png",
