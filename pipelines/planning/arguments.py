@@ -76,9 +76,9 @@ def sweep_request(argv: list[str] | None = None) -> SweepRequest:
         overrides=tuple(args.overrides), num_samples=args.num_samples,
         max_concurrent=args.max_concurrent, num_workers=args.num_workers,
         cpus_per_worker=args.cpus_per_worker, gpus_per_worker=args.gpus_per_worker,
-        max_failures=args.max_failures, experiment=args.experiment, data_root=args.data_root,
-        work_dir=args.work_dir, register=args.register, graph=graph_flags(args),
-        verbose=args.verbose)
+        trials_per_gpu=args.trials_per_gpu, max_failures=args.max_failures,
+        experiment=args.experiment, data_root=args.data_root, work_dir=args.work_dir,
+        register=args.register, graph=graph_flags(args), verbose=args.verbose)
 
 
 def sweep_parser() -> argparse.ArgumentParser:
@@ -103,6 +103,8 @@ def sweep_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cpus-per-worker", type=int, help="CPUs each trial's worker holds")
     parser.add_argument("--gpus-per-worker", type=float,
                         help="GPUs each trial's worker holds; a fraction shares one GPU")
+    parser.add_argument("--trials-per-gpu", type=int, metavar="N",
+                        help="trials sharing each GPU (each worker holds 1/N of one)")
     parser.add_argument("--max-failures", type=int, default=3,
                         help="restarts of a trial's dead worker group (default: 3)")
     parser.add_argument("--experiment", help="MLflow experiment (default: plnlp-<dataset>-tune)")

@@ -20,7 +20,7 @@ TUNE_STATE_TAG = "plnlp.tune_state"
 SWEEP_FLAGS = {"overrides": "--set", "num_samples": "--num-samples",
                "max_concurrent": "--max-concurrent", "num_workers": "--num-workers",
                "cpus_per_worker": "--cpus-per-worker", "gpus_per_worker": "--gpus-per-worker",
-               "experiment": "--experiment"}
+               "trials_per_gpu": "--trials-per-gpu", "experiment": "--experiment"}
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,8 @@ class SweepRequest:
         num_workers (int, optional): Ray Train workers per trial.
         cpus_per_worker (int, optional): CPUs each trial's worker holds.
         gpus_per_worker (float, optional): GPUs each trial's worker holds.
+        trials_per_gpu (int, optional): Trials sharing each GPU (a worker
+            holds ``1 / trials_per_gpu`` of one).
         max_failures (int): Restarts of a trial's dead worker group.
         experiment (str, optional): The MLflow experiment.
         data_root (str, optional): The folder or URI holding OGB datasets.
@@ -57,6 +59,7 @@ class SweepRequest:
     num_workers: int | None = None
     cpus_per_worker: int | None = None
     gpus_per_worker: float | None = None
+    trials_per_gpu: int | None = None
     max_failures: int = 3
     experiment: str | None = None
     data_root: str | None = None
@@ -75,10 +78,24 @@ def read_space(request: SweepRequest, source: GraphSource) -> SearchSpace:
     counts = {"num_samples": request.num_samples, "max_concurrent": request.max_concurrent}
     data.update({key: value for key, value in counts.items() if value is not None})
     resources = {"workers": request.num_workers, "cpus_per_worker": request.cpus_per_worker,
-                 "gpus_per_worker": request.gpus_per_worker}
+                 "gpus_per_worker": gpus_per_worker(request)}
     return SearchSpace(request.space, base, source.info, data,
                        {key: value for key, value in resources.items() if value is not None},
                        preset)
+
+
+def gpus_per_worker(request: SweepRequest) -> float | None:
+    """``--gpus-per-worker``, or the share of a GPU ``--trials-per-gpu`` gives."""
+    shared = request.trials_per_gpu
+    if shared is None:
+        return request.gpus_per_worker
+    if request.gpus_per_worker is not None:
+        raise PLNLPError("--trials-per-gpu and --gpus-per-worker both say how much of a GPU a "
+                         "trial holds; give one of them.")
+    if shared < 1:
+        raise PLNLPError(f"--trials-per-gpu is {shared}; give a whole number of trials of at "
+                         "least 1.")
+    return 1 / shared
 
 
 def check_resume_flags(request: SweepRequest) -> None:
