@@ -1,0 +1,61 @@
+"""HeaRT's metrics: each positive is ranked among its own negatives, a tie
+counting half; a random scorer's MRR is the harmonic mean's; a scorer is
+scored the same in any chunking."""
+import math
+
+import pytest
+import torch
+
+from plnlp_core.scoring.heart import HITS_K, heart_evaluate, heart_metrics, heart_ranks
+
+
+def test_ranks_and_metrics_on_a_hand_computed_example_with_ties():
+    pos = torch.tensor([3.0, 1.0, 2.0])
+    neg = torch.tensor([[1.0, 2.0, 3.0],   # one tie: rank 1.5
+                        [2.0, 3.0, 4.0],   # three above: rank 4
+                        [2.0, 2.0, 0.0]])  # two ties: rank 2
+    assert heart_ranks(pos, neg).tolist() == [1.5, 4.0, 2.0]
+    metrics = heart_metrics(pos, neg, hits_k=(1, 2, 3))
+    assert metrics["heart_mrr"] == pytest.approx((1 / 1.5 + 1 / 4 + 1 / 2) / 3)
+    assert metrics["heart_hits_1"] == 0.0  # a tie at the top is not a hit at 1
+    assert metrics["heart_hits_2"] == pytest.approx(2 / 3)
+    assert metrics["heart_hits_3"] == pytest.approx(2 / 3)
+
+
+def test_keys_are_heart_s_and_not_ogb_s():
+    metrics = heart_metrics(torch.rand(4), torch.rand(4, 7))
+    assert list(metrics) == ["heart_mrr", *(f"heart_hits_{k}" for k in HITS_K)]
+    assert HITS_K == (1, 3, 10, 20, 50, 100)
+
+
+def test_a_perfect_scorer_has_mrr_1_and_a_hopeless_one_1_over_k_plus_1():
+    neg = torch.rand(10, 50)
+    assert heart_metrics(torch.full((10,), 2.0), neg)["heart_mrr"] == 1.0
+    worst = heart_metrics(torch.full((10,), -1.0), neg)
+    assert worst["heart_mrr"] == pytest.approx(1 / 51) and worst["heart_hits_50"] == 0.0
+
+
+def test_a_random_scorer_has_the_expected_mrr_on_500_negatives():
+    generator = torch.Generator().manual_seed(0)
+    pos, neg = torch.rand(20000, generator=generator), torch.rand(20000, 500, generator=generator)
+    metrics = heart_metrics(pos, neg)
+    # the rank is uniform on 1..501: E[1/r] = H_501 / 501, P(r <= k) = k / 501
+    harmonic = sum(1 / r for r in range(1, 502))
+    assert metrics["heart_mrr"] == pytest.approx(harmonic / 501, abs=2e-3)
+    assert metrics["heart_hits_100"] == pytest.approx(100 / 501, abs=1e-2)
+    assert math.isclose(metrics["heart_hits_1"], 1 / 501, abs_tol=2e-3)
+
+
+def test_evaluate_scores_each_positive_against_its_own_pairs_in_any_chunking():
+    pos = torch.tensor([[0, 1], [2, 5], [4, 3]])
+    negatives = torch.tensor([[7, 9, 8, 6], [3, 4, 1, 0], [1, 6, 9, 2]])
+
+    def closeness(pairs: torch.Tensor) -> torch.Tensor:
+        return -(pairs[:, 0] - pairs[:, 1]).abs().float()
+
+    # pairs scored: (0,7) (0,9) (8,1) (6,1); (2,3) (2,4) (1,5) (0,5); (4,1) (4,6) (9,3) (2,3)
+    neg_score = -torch.tensor([[7.0, 9, 7, 5], [1, 2, 4, 5], [3, 2, 6, 1]])
+    expected = heart_metrics(-torch.tensor([1.0, 3, 1]), neg_score)
+    assert heart_evaluate(closeness, pos, negatives) == expected
+    assert heart_evaluate(closeness, pos, negatives, batch_size=1) == expected
+    assert expected["heart_mrr"] == pytest.approx((1 / 1 + 1 / 3 + 1 / 1.5) / 3)
