@@ -26,9 +26,11 @@ where Ray and MLflow are installed, the pipeline's overhead on short
 epochs (:mod:`pipeline_overhead`): the median wall time between epochs
 through ``pipelines/run.py`` over ``fit``'s in this process (goal: at most
 1.10), and the seconds from the command to the first epoch, phase by phase
-(see :mod:`components.training.startup`). Only torch, torch-geometric, ogb and
-pyarrow are needed for the rest, so it runs on a GPU machine without Ray or
-MLflow.
+(see :mod:`components.training.startup`). Last, the seconds each command
+takes to answer ``--help`` or refuse bad input, and whether it imported
+torch, PyG, Ray or MLflow first (:mod:`command_latency`; three command lines
+with ``--quick``). Only torch, torch-geometric, ogb and pyarrow are needed
+for the rest, so it runs on a GPU machine without Ray or MLflow.
 """
 import argparse
 import gc
@@ -37,6 +39,7 @@ import sys
 from pathlib import Path
 
 import torch
+from command_latency import latency_table, time_commands
 from heuristic_speed import time_heuristics
 from pipeline_overhead import time_pipeline
 from tables import report_text
@@ -98,10 +101,13 @@ def main(argv: list[str] | None = None) -> int:
                                                    f"ppa stand-in ({ppa})")
             report["walks"] = time_walks_and_parquet(ddi, args.quick)
             report["pipeline"] = None if args.skip_pipeline else time_pipeline(args.data_root, ddi)
+            report["commands"] = time_commands(args.quick)
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(report_text(report))
+    if "commands" in report:
+        print("\n" + latency_table(report["commands"]))
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
     return 0

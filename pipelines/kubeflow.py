@@ -23,8 +23,6 @@ import re
 import sys
 from pathlib import Path
 
-from kfp import compiler
-
 from components.storage.location import is_uri, location
 from pipelines.kubeflow_pipeline.cluster import (
     BASE_IMAGE,
@@ -32,8 +30,6 @@ from pipelines.kubeflow_pipeline.cluster import (
     ClusterSettings,
     cluster_problems,
 )
-from pipelines.kubeflow_pipeline.graph import build_pipeline
-from pipelines.kubeflow_pipeline.local_run import run_local
 from pipelines.planning.arguments import add_worker_args
 from pipelines.planning.run_plan import plan_run
 from plnlp_core.errors import PLNLPError
@@ -150,6 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     """Compiles the pipeline or runs it here; the exit code (2: refused, 1:
     a step failed)."""
     args = parse_cli(argv)
+    # the pipeline's steps and kfp's compiler and runner, once the flags parsed
+    from kfp import compiler
+
+    from pipelines.kubeflow_pipeline.graph import build_pipeline
+    from pipelines.kubeflow_pipeline.local_run import run_local
+
     if args.compile is not None:
         cluster = ClusterSettings(args.num_workers, args.cpus_per_worker, args.memory,
                                   args.cache_volume, args.secret)

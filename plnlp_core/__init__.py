@@ -8,27 +8,41 @@ torch, PyG, ogb and pyarrow (no Ray, no MLflow). One experiment::
     split = load_ogb(config.validate(), resolve_data_root(None))
     result = run_experiment(prepare_experiment(config, split))
     print(result.best_epoch, result.best_metrics)
-"""
-from plnlp_core.assembly import build_model, build_sampler, build_training_graph
-from plnlp_core.config import PLNLPConfig
-from plnlp_core.data.datasets import DATASETS, LinkSplit, resolve_data_root
-from plnlp_core.data.ogb_reader import load_ogb
-from plnlp_core.errors import PLNLPError
-from plnlp_core.experiment import Experiment, prepare_experiment, run_experiment
-from plnlp_core.fitting import fit
 
-__all__ = [
-    "DATASETS",
-    "Experiment",
-    "LinkSplit",
-    "PLNLPConfig",
-    "PLNLPError",
-    "build_model",
-    "build_sampler",
-    "build_training_graph",
-    "fit",
-    "load_ogb",
-    "prepare_experiment",
-    "resolve_data_root",
-    "run_experiment",
-]
+The names below are imported when first used (PEP 562), so that importing a
+torch-free module such as :mod:`plnlp_core.errors` or :mod:`plnlp_core.config`
+does not import torch.
+"""
+import importlib
+
+_SOURCES = {
+    "DATASETS": "plnlp_core.data.datasets",
+    "Experiment": "plnlp_core.experiment",
+    "LinkSplit": "plnlp_core.data.datasets",
+    "PLNLPConfig": "plnlp_core.config",
+    "PLNLPError": "plnlp_core.errors",
+    "build_model": "plnlp_core.assembly",
+    "build_sampler": "plnlp_core.assembly",
+    "build_training_graph": "plnlp_core.assembly",
+    "fit": "plnlp_core.fitting",
+    "load_ogb": "plnlp_core.data.ogb_reader",
+    "prepare_experiment": "plnlp_core.experiment",
+    "resolve_data_root": "plnlp_core.data.datasets",
+    "run_experiment": "plnlp_core.experiment",
+}
+"""Each public name and the module that defines it."""
+
+__all__ = list(_SOURCES)
+
+
+def __getattr__(name: str) -> object:
+    """The public ``name``, imported from its module on first use."""
+    if name not in _SOURCES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_SOURCES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_SOURCES])

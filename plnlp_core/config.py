@@ -1,26 +1,29 @@
 """Every setting of a PLNLP experiment, with the checks that refuse
-impossible ones before any work starts."""
+impossible ones before any work starts. The checks read the names of the
+method's parts from :mod:`plnlp_core.choices`, not their implementations, so
+that refusing a setting imports no torch."""
 import dataclasses
 import typing
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from plnlp_core.data.datasets import DATASETS, DatasetInfo
-from plnlp_core.errors import PLNLPError
-from plnlp_core.losses import LOSSES, WEIGHTED_LOSSES
-from plnlp_core.nn import (
-    EDGE_PREDICTORS,
+from plnlp_core.choices import (
+    EDGE_PREDICTOR_CHOICES,
     EMBEDDING_INITS,
-    ENCODER_LEVELS,
-    ENCODERS,
+    ENCODER_CHOICES,
+    ENCODER_LEVEL_CHOICES,
+    LOSS_CHOICES,
+    NEGATIVE_MODES,
     NODE_INPUTS,
     PATH_LENGTHS,
-    PREDICTORS,
+    PREDICTOR_CHOICES,
+    SAMPLER_CHOICES,
+    WEIGHT_FREE_ENCODERS,
+    WEIGHTED_LOSSES,
 )
-from plnlp_core.nn.encoder import WEIGHT_FREE_ENCODERS
-from plnlp_core.nn.node_input import refuse_categories
-from plnlp_core.sampling import NEGATIVE_MODES, SAMPLERS, check_pool_size
+from plnlp_core.data.datasets import DATASETS, DatasetInfo
+from plnlp_core.errors import PLNLPError
 
 WALK_STARTS = ("all", "train_endpoints", "edge_endpoints")
 WALK_POSITIVES = ("union", "walks")
@@ -148,15 +151,15 @@ class PLNLPConfig:
         dataset's description: ``info`` for a graph outside OGB's registry
         (a user's own), else the registered dataset ``self.dataset``."""
         info = info or DATASETS.get(self.dataset)
-        ENCODERS.get(self.encoder)
-        LOSSES.get(self.loss)
-        SAMPLERS.get(self.sampler)
+        ENCODER_CHOICES.get(self.encoder)
+        LOSS_CHOICES.get(self.loss)
+        SAMPLER_CHOICES.get(self.sampler)
         for key, choices in (("node_input", NODE_INPUTS), ("walk_starts", WALK_STARTS),
                              ("walk_positives", WALK_POSITIVES), ("edge_margin", EDGE_MARGINS),
                              ("negatives", NEGATIVE_MODES), ("lr_decay", LR_DECAYS),
                              ("select_best", SELECT_BEST), ("precision", PRECISIONS),
                              ("embedding_init", EMBEDDING_INITS),
-                             ("encoder_level", tuple(ENCODER_LEVELS.names))):
+                             ("encoder_level", ENCODER_LEVEL_CHOICES)):
             _check_choice(key, getattr(self, key), choices)
         for key in ("embedding_dim", "hidden_channels", "encoder_layers", "predictor_hidden",
                     "predictor_layers", "num_neg", "epochs", "batch_size", "eval_every",
@@ -213,15 +216,16 @@ class PLNLPConfig:
                 f"got {self.edge_path_length}."
             )
         if self.encoder_level == "node":
-            if self.predictor in EDGE_PREDICTORS and self.predictor not in PREDICTORS:
+            if (self.predictor in EDGE_PREDICTOR_CHOICES
+                    and self.predictor not in PREDICTOR_CHOICES):
                 raise PLNLPError(
                     f"predictor {self.predictor!r} reads the pair's common neighbours, which only "
                     "encoder_level edge gives; set encoder_level=edge."
                 )
-            PREDICTORS.get(self.predictor)
+            PREDICTOR_CHOICES.get(self.predictor)
             self._refuse_changed(EDGE_LEVEL_SETTINGS, "encoder_level edge", "encoder_level=edge")
             return
-        if self.predictor not in EDGE_PREDICTORS:
+        if self.predictor not in EDGE_PREDICTOR_CHOICES:
             raise PLNLPError(
                 f"encoder_level edge scores pairs with an edge-level predictor, so predictor "
                 f"{self.predictor!r} cannot serve it; set predictor=mlp or ncn."
@@ -265,7 +269,10 @@ class PLNLPConfig:
         """Refuses settings the loaded graph cannot serve, before training:
         ``categories`` is what its node features hold as one categorical
         column (:func:`~plnlp_core.nn.node_input.summarize_categories`)."""
-        if SAMPLERS.get(self.sampler).guided:
+        from plnlp_core.nn.node_input import refuse_categories  # torch, once a graph is loaded
+        from plnlp_core.sampling import check_pool_size
+
+        if SAMPLER_CHOICES.get(self.sampler):
             check_pool_size(self.candidate_pool, num_nodes)
         if self.feature_categories is not None and categories is not None:
             refuse_categories(categories, self.feature_categories)
@@ -292,9 +299,9 @@ class PLNLPConfig:
                 f"graph) but {info.ogb_name} is directed; set force_symmetric_predictor=true to "
                 "use it anyway."
             )
-        predictors = PREDICTORS if self.encoder_level == "node" else EDGE_PREDICTORS
-        predictor = predictors.get(self.predictor)
-        if info.directed and predictor.symmetric and not self.force_symmetric_predictor:
+        predictors = PREDICTOR_CHOICES if self.encoder_level == "node" else EDGE_PREDICTOR_CHOICES
+        symmetric = predictors.get(self.predictor)
+        if info.directed and symmetric and not self.force_symmetric_predictor:
             raise PLNLPError(
                 f"predictor {self.predictor!r} is symmetric but {info.ogb_name} is directed; use "
                 "bilinear or mlp_concat, or set force_symmetric_predictor=true."
@@ -376,7 +383,7 @@ PARTS = (
          lambda c: c.predictor in (*LAYERLESS_PREDICTORS, "ncn")),
     Part(("loss",), ("edge_margin",), lambda c: c.loss not in WEIGHTED_LOSSES),
     Part(("sampler",), ("degree_power",), lambda c: c.sampler != "local"),
-    Part(("sampler",), ("candidate_pool",), lambda c: not SAMPLERS.get(c.sampler).guided),
+    Part(("sampler",), ("candidate_pool",), lambda c: not SAMPLER_CHOICES.get(c.sampler)),
     Part(("sampler",), ("generator_dim", "generator_lr"), lambda c: c.sampler != "adversarial"),
 )
 """The parts a config may leave out (random walks, an embedding, the

@@ -1,5 +1,5 @@
 """Name-to-implementation tables, one per kind (encoder, predictor, loss, sampler)."""
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Generic, TypeVar
 
 from plnlp_core.errors import PLNLPError
@@ -18,6 +18,14 @@ class Registry(Generic[T]):
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._entries: dict[str, T] = {}
+
+    @classmethod
+    def of(cls, kind: str, entries: Mapping[str, T]) -> "Registry[T]":
+        """A table of ``kind`` holding ``entries`` (name to entry) at once."""
+        table = cls(kind)
+        for name, entry in entries.items():
+            table.register(name)(entry)
+        return table
 
     def register(self, name: str) -> Callable[[T], T]:
         def add(entry: T) -> T:

@@ -3,16 +3,15 @@ request: ``pipelines/run.py``'s into a :class:`RunRequest` (planned by
 :func:`pipelines.planning.run_plan.plan_run`), ``pipelines/tune.py``'s into a
 :class:`SweepRequest` (planned by :mod:`pipelines.planning.sweep_plan`); and the
 graph and worker flags that ``pipelines/kubeflow.py`` shares with them. Nothing
-here imports Ray or MLflow, so ``--help`` answers at once."""
+here imports torch, Ray or MLflow, so ``--help`` answers at once."""
 import argparse
 from pathlib import Path
 
 from components.training.workers import WorkerGroup
 from pipelines.planning.request import GraphFlags, RunRequest
 from pipelines.planning.sweep_plan import SweepRequest
+from plnlp_core.choices import DEFAULT_SPLIT, HEURISTIC_CHOICES
 from plnlp_core.data.datasets import DATASETS
-from plnlp_core.data.own_graph import DEFAULT_SPLIT
-from plnlp_core.scoring.heuristics import HEURISTICS
 
 
 def run_request(argv: list[str] | None = None) -> RunRequest:
@@ -46,7 +45,7 @@ def run_parser() -> argparse.ArgumentParser:
                         metavar="KEY=VALUE", help="override one setting (repeatable)")
     parser.add_argument("--model", default="plnlp",
                         help="plnlp (default), or a classic heuristic scoring the same pairs: "
-                             + ", ".join(f"heuristic:{name}" for name in HEURISTICS.names))
+                             + ", ".join(f"heuristic:{name}" for name in HEURISTIC_CHOICES))
     parser.add_argument("--runs", type=int, default=1, help="independent runs (seeds S..S+N-1)")
     parser.add_argument("--seed", type=int, help="first seed (default: the config's)")
     add_graph_args(parser)

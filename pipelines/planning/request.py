@@ -2,15 +2,15 @@
 (the typed form of ``pipelines/run.py``'s flags, or of a Kubeflow step's
 parameters) and the :class:`RunPlan` that
 :func:`pipelines.planning.run_plan.plan_run` makes of it. Nothing here
-imports Ray or MLflow."""
+imports torch, Ray or MLflow."""
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from components.training.workers import WorkerGroup
 from pipelines.planning.presets import OWN_PRESETS
+from plnlp_core.choices import DEFAULT_SPLIT
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DatasetInfo
-from plnlp_core.data.own_graph import DEFAULT_SPLIT
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ the graph it names, the settings of its preset, config file and ``--set``
 resolved and validated, a preset made for a GPU confirmed, or, with
 ``resume``, the stopped run that goes on (:mod:`pipelines.planning.resume`, which
 looks it up in MLflow and is imported only then, so that ``--help`` and a
-refused setting answer at once)."""
+refused setting answer at once; a graph of one's own is read with pyarrow
+and torch, imported only for one)."""
 import sys
 from pathlib import Path
 
@@ -15,11 +16,10 @@ from pipelines.planning.presets import (
     read_mapping,
 )
 from pipelines.planning.request import GraphFlags, GraphSource, RunPlan, RunRequest
+from plnlp_core.choices import HEURISTIC_CHOICES
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
-from plnlp_core.data.own_graph import describe_own_graph, parse_split
 from plnlp_core.errors import PLNLPError
-from plnlp_core.scoring.heuristics import HEURISTICS
 
 
 def plan_run(request: RunRequest) -> RunPlan:
@@ -41,9 +41,9 @@ def plan_run(request: RunRequest) -> RunPlan:
 
 def _check_model(request: RunRequest) -> None:
     kind, _, heuristic = request.model.partition(":")
-    if request.model != "plnlp" and not (kind == "heuristic" and heuristic in HEURISTICS):
+    if request.model != "plnlp" and not (kind == "heuristic" and heuristic in HEURISTIC_CHOICES):
         raise PLNLPError(f"unknown model {request.model!r}; choose plnlp or one of: "
-                         f"{', '.join(f'heuristic:{h}' for h in HEURISTICS.names)}.")
+                         f"{', '.join(f'heuristic:{h}' for h in HEURISTIC_CHOICES)}.")
     if request.model != "plnlp" and request.register is not None:
         raise PLNLPError(f"--register keeps a trained model, and {request.model} is a heuristic "
                          "with none; drop --register, or train one with --model plnlp.")
@@ -59,6 +59,8 @@ def graph_source(dataset: str, graph: GraphFlags) -> GraphSource:
         raise PLNLPError(f"unknown dataset {dataset!r}; choose one of: "
                          f"{', '.join(DATASETS.names)}, or give the path of your edge list "
                          "(.csv or .parquet) or of a split folder.")
+    from plnlp_core.data.own_graph import describe_own_graph, parse_split
+
     parse_split(graph.split)
     info = describe_own_graph(path, graph.directed, graph.node_features, cut_offs(graph.hits_k))
     return GraphSource(info, path)

@@ -2,13 +2,17 @@
 loading it (:class:`DatasetInfo`, the table :data:`DATASETS`), the canonical
 form every loader returns (:class:`LinkSplit`), and where data lives. OGB's
 on-disk layout is read by :mod:`plnlp_core.data.ogb_reader`."""
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-from torch import Tensor
+from typing import TYPE_CHECKING
 
 from plnlp_core.registry import Registry
+
+if TYPE_CHECKING:  # the catalogue is read before torch is imported
+    from torch import Tensor
 
 SPLIT_PARTS = ("train", "valid", "test")
 

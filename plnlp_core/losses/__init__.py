@@ -6,11 +6,12 @@ the scores of the negatives each positive is ranked against ``neg`` (shape
 returns a **sum** over pairs, so that a batch split across workers adds up to
 the loss of the whole batch.
 """
+from plnlp_core.choices import WEIGHTED_LOSSES
 from plnlp_core.losses.auc import auc_loss
 from plnlp_core.losses.cross_entropy import cross_entropy_loss
 from plnlp_core.losses.hinge_auc import hinge_auc_loss
 from plnlp_core.losses.log_rank import log_rank_loss
-from plnlp_core.losses.registry import LOSSES, WEIGHTED_LOSSES, LossFn
+from plnlp_core.losses.registry import LOSSES, LossFn
 from plnlp_core.losses.weighted_hinge_auc import weighted_hinge_auc_loss
 
 __all__ = [

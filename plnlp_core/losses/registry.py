@@ -8,6 +8,3 @@ from plnlp_core.registry import Registry
 LossFn = Callable[[Tensor, Tensor, Tensor | None], Tensor]
 
 LOSSES: Registry[LossFn] = Registry("loss")
-
-WEIGHTED_LOSSES = frozenset({"weighted_hinge_auc"})
-"""The losses that read a per-positive weight (a margin)."""

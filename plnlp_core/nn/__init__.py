@@ -1,11 +1,12 @@
 """The neural parts of a PLNLP model: node input, encoder, predictor, and
 the node or edge level (``ENCODER_LEVELS``) that combines them."""
+from plnlp_core.choices import EMBEDDING_INITS, NODE_INPUTS, PATH_LENGTHS
 from plnlp_core.nn.edge_level import EdgeLevelModel
-from plnlp_core.nn.edge_predictor import EDGE_PREDICTORS, PATH_LENGTHS, EdgeLevelPredictor
+from plnlp_core.nn.edge_predictor import EDGE_PREDICTORS, EdgeLevelPredictor
 from plnlp_core.nn.encoder import ENCODERS, GNNEncoder
 from plnlp_core.nn.model import ENCODER_LEVELS, PLNLPModel
 from plnlp_core.nn.ncn_predictor import NCNPredictor
-from plnlp_core.nn.node_input import EMBEDDING_INITS, NODE_INPUTS, NodeInput
+from plnlp_core.nn.node_input import NodeInput
 from plnlp_core.nn.predictors import PREDICTORS
 
 __all__ = ["EDGE_PREDICTORS", "EMBEDDING_INITS", "ENCODERS", "ENCODER_LEVELS", "EdgeLevelModel",

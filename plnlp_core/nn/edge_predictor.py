@@ -5,8 +5,6 @@ from plnlp_core.nn.common_neighbors import AdjacencyLookup, common_neighbor_sum,
 from plnlp_core.nn.predictors.mlp import MLP
 from plnlp_core.registry import Registry
 
-PATH_LENGTHS = (2, 3)
-
 EDGE_PREDICTORS: Registry[type[nn.Module]] = Registry("edge-level predictor")
 """``predictor`` at ``encoder_level: edge``: ``"mlp"`` (:class:`EdgeLevelPredictor`)
 or ``"ncn"`` (:class:`plnlp_core.nn.ncn_predictor.NCNPredictor`)."""

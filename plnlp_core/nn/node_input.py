@@ -3,9 +3,6 @@ from torch import Tensor, nn
 
 from plnlp_core.errors import PLNLPError
 
-NODE_INPUTS = ("embedding", "features", "both")
-EMBEDDING_INITS = ("xavier", "orthogonal")
-
 
 class NodeInput(nn.Module):
     r"""The encoder's input (paper §4.1): a trainable embedding

@@ -6,8 +6,6 @@ from torch import Tensor
 from plnlp_core.sampling.base import NegativeSampler
 from plnlp_core.sampling.sharing import share_negatives
 
-NEGATIVE_MODES = ("shared", "independent")
-
 
 @dataclass
 class Negatives:

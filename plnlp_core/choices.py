@@ -1,0 +1,61 @@
+"""The names a config's settings choose among, and what its checks read of
+each, as plain data: a command refuses an unknown encoder or a symmetric
+predictor on a directed graph without importing torch or PyG. The
+implementations register the same names in their own tables
+(:data:`plnlp_core.nn.ENCODERS`, :data:`plnlp_core.nn.PREDICTORS`,
+:data:`plnlp_core.nn.EDGE_PREDICTORS`, :data:`plnlp_core.nn.ENCODER_LEVELS`,
+:data:`plnlp_core.losses.LOSSES`, :data:`plnlp_core.sampling.SAMPLERS`,
+:data:`plnlp_core.scoring.heuristics.HEURISTICS`), which
+``tests/core/test_choices.py`` keeps equal to these."""
+from plnlp_core.registry import Registry
+
+ENCODER_CHOICES: Registry[bool] = Registry.of("encoder", {
+    "gat": False, "gcn": False, "none": False, "pure_gcn": True, "sage": False, "sum": True})
+"""``encoder``: whether each is weight-free (its input's size is its output's)."""
+
+WEIGHT_FREE_ENCODERS = tuple(name for name in ENCODER_CHOICES.names
+                             if ENCODER_CHOICES.get(name))
+"""Encoders without weights: their input's size is their output's."""
+
+PREDICTOR_CHOICES: Registry[bool] = Registry.of("predictor", {
+    "bilinear": False, "dot": True, "mlp": True, "mlp_concat": False})
+"""``predictor`` at ``encoder_level: node``: whether each is symmetric
+(``s(i, j) == s(j, i)``, unfit for directed graphs)."""
+
+EDGE_PREDICTOR_CHOICES: Registry[bool] = Registry.of("edge-level predictor", {
+    "mlp": True, "ncn": True})
+"""``predictor`` at ``encoder_level: edge``: whether each is symmetric."""
+
+ENCODER_LEVEL_CHOICES = ("edge", "node")
+"""``encoder_level``."""
+
+LOSS_CHOICES: Registry[bool] = Registry.of("loss", {
+    "auc": False, "ce": False, "hinge_auc": False, "log_rank": False,
+    "weighted_hinge_auc": True})
+"""``loss``: whether each reads a per-positive weight (a margin)."""
+
+WEIGHTED_LOSSES = frozenset(name for name in LOSS_CHOICES.names if LOSS_CHOICES.get(name))
+"""The losses that read a per-positive weight (a margin)."""
+
+SAMPLER_CHOICES: Registry[bool] = Registry.of("sampler", {
+    "adversarial": True, "global": False, "hard": True, "local": False})
+"""``sampler``: whether each is model-guided (draws from a candidate pool)."""
+
+HEURISTIC_CHOICES = ("aa", "cn", "ra")
+"""The classic heuristics ``--model heuristic:<name>`` scores pairs with."""
+
+NODE_INPUTS = ("embedding", "features", "both")
+"""``node_input``."""
+
+EMBEDDING_INITS = ("xavier", "orthogonal")
+"""``embedding_init``."""
+
+PATH_LENGTHS = (2, 3)
+"""``edge_path_length``: common neighbours, or also paths of length 3."""
+
+NEGATIVE_MODES = ("shared", "independent")
+"""``negatives``: one draw shared by a batch's positives, or one each."""
+
+DEFAULT_SPLIT = "random:0.85,0.05,0.10"
+"""How an edge list of one's own is split when ``--split`` is not given
+(the default of :func:`plnlp_core.data.own_graph.load_own_graph`)."""
