@@ -2,6 +2,7 @@
 ``TorchTrainer``); each worker ranks its share of the positive pairs (see
 :func:`components.training.worker.train_worker`)."""
 import json
+import threading
 from collections.abc import Collection
 
 import ray.train
@@ -11,8 +12,15 @@ from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
 from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
 from components.recording.epoch_logger import EpochLogger
 from components.storage.location import Location, location
-from components.training.checkpoints import BEST_DIR, BEST_FILE, HISTORY_FILE, TIMING_FILE
+from components.training.checkpoints import (
+    BEST_DIR,
+    BEST_FILE,
+    HISTORY_FILE,
+    TIMING_FILE,
+    newest_checkpoint,
+)
 from components.training.startup import mark
+from components.training.trial_training import train_in_trial
 from components.training.worker import train_worker
 from components.training.workers import WorkerGroup
 from plnlp_core.config import PLNLPConfig
@@ -23,7 +31,7 @@ def train(
     storage: "str | Location", workers: WorkerGroup | None = None,
     tracking_uri: str | None = None, run_id: str | None = None, max_failures: int = 3,
     callbacks: list[ray.train.UserCallback] = (), decision_epochs: Collection[int] = (),
-    export: bool = False,
+    export: bool = False, stop: threading.Event | None = None,
 ) -> TrainArtifact:
     """Trains with the DDP ``workers`` and returns the checkpoint of the best
     validation epoch. With ``run_id``, every epoch's metrics are logged to
@@ -38,33 +46,53 @@ def train(
     ``callbacks`` see every report after the MLflow logger has. With
     ``export``, rank 0 ends by writing the final metrics and the best
     model's scorer into ``storage``, in place of an earlier attempt's (see
-    :mod:`components.final_export`)."""
+    :mod:`components.final_export`).
+
+    With ``stop`` (a sweep trial of one worker), trains in this process,
+    with no Train worker group (see
+    :mod:`components.training.trial_training`); Tune restarts the trial
+    after a failure, and it goes on from its newest checkpoint."""
     workers = workers or WorkerGroup()
-    trainer = trainer_class(workers)(
-        train_worker,
-        train_loop_config={
-            "config": config.to_dict(), "dataset_dir": dataset.directory, "walks": walks,
-            "decision_epochs": sorted(decision_epochs),
-            "export_dir": location(storage).uri if export else None,
-        },
-        scaling_config=workers.scaling_config(),
-        run_config=ray.train.RunConfig(
-            name=f"plnlp-{config.dataset}-{run_id or 'run'}",
-            storage_path=location(storage).uri,
-            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
-            failure_config=ray.train.FailureConfig(max_failures=max_failures),
-            callbacks=[*([EpochLogger(tracking_uri, run_id)] if run_id else []), *callbacks],
-            logging_config=ray.train.LoggingConfig(log_level="WARNING"),
-        ),
-    )
+    loop_config = {
+        "config": config.to_dict(), "dataset_dir": dataset.directory, "walks": walks,
+        "decision_epochs": sorted(decision_epochs),
+        "export_dir": location(storage).uri if export else None,
+    }
+    name = f"plnlp-{config.dataset}-{run_id or 'run'}"
+    callbacks = [*([EpochLogger(tracking_uri, run_id)] if run_id else []), *callbacks]
     mark("augment")  # the walks, if any, are at hand
-    result = trainer.fit()
-    checkpoint = location(storage).relative(result.checkpoint.path)
+    if stop is not None:
+        newest = train_in_trial(loop_config, location(storage) / name, callbacks,
+                                workers.cpus_per_worker, workers.use_gpu, stop)
+    else:
+        newest = fit_worker_group(loop_config, workers, location(storage), name, max_failures,
+                                  callbacks)
+    checkpoint = location(storage).relative(newest)
     best = json.loads((checkpoint / BEST_DIR / BEST_FILE).read_text())
     history = json.loads((checkpoint / HISTORY_FILE).read_text())
     timing = json.loads((checkpoint / TIMING_FILE).read_text())
     return TrainArtifact((checkpoint / BEST_DIR).uri, best["epoch"], best["metrics"], history,
                          timing["fit_seconds"], timing.get("startup", {}))
+
+
+def fit_worker_group(loop_config: dict, workers: WorkerGroup, storage: Location, name: str,
+                     max_failures: int, callbacks: list[ray.train.UserCallback]) -> str:
+    """Trains with Ray Train's worker group; returns the path of the newest
+    checkpoint (the one a ``--resume`` that found nothing left to train
+    went on from, when Train reported none)."""
+    trainer = trainer_class(workers)(
+        train_worker, train_loop_config=loop_config, scaling_config=workers.scaling_config(),
+        run_config=ray.train.RunConfig(
+            name=name, storage_path=storage.uri,
+            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
+            failure_config=ray.train.FailureConfig(max_failures=max_failures),
+            callbacks=callbacks, logging_config=ray.train.LoggingConfig(log_level="WARNING"),
+        ),
+    )
+    result = trainer.fit()
+    if result.checkpoint is None:
+        return newest_checkpoint(storage / name, workers.num_workers)
+    return result.checkpoint.path
 
 
 def trainer_class(workers: WorkerGroup) -> type[DataParallelTrainer]:

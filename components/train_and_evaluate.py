@@ -1,5 +1,6 @@
 """One config's augment -> train -> evaluate, as the main job runs each seed
 and a sweep each trial, recorded in the active MLflow run."""
+import threading
 import time
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
@@ -27,7 +28,7 @@ def train_and_evaluate(
     dataset: DatasetArtifact, config: PLNLPConfig, workers: WorkerGroup,
     checkpoints: "str | Path | Location",
     max_failures: int = 3, callbacks: list[ray.train.UserCallback] = (),
-    decision_epochs: Collection[int] = (),
+    decision_epochs: Collection[int] = (), stop: threading.Event | None = None,
 ) -> dict[str, float]:
     """One seed of one config in the active MLflow run: its random walks
     (when it uses them), :func:`train_in_run`, then the best model's
@@ -35,13 +36,13 @@ def train_and_evaluate(
     run's MLflow ``model``. The training worker writes both where it
     trained, on its GPU or CPU threads, before it ends (see
     :mod:`components.final_export`). The training checkpoints are removed
-    once MLflow holds the best model."""
+    once MLflow holds the best model. ``stop``: see :func:`train_in_run`."""
     config.validate_graph(dataset.meta.num_nodes, dataset.meta.categories)
     cache_root = location(dataset.directory).parent  # walks are cached beside their splits
     walks = augment(dataset, config, cache_root) if config.uses_random_walk else None
     with run_checkpoints(checkpoints) as storage:
         train_in_run(dataset, walks, config, workers, storage, max_failures, callbacks,
-                     decision_epochs, export=True)
+                     decision_epochs, export=True, stop=stop)
         return log_final(storage)
 
 
@@ -86,7 +87,7 @@ def train_in_run(
     dataset: DatasetArtifact, walks: WalkArtifact | None, config: PLNLPConfig,
     workers: WorkerGroup, storage: Location, max_failures: int = 3,
     callbacks: list[ray.train.UserCallback] = (), decision_epochs: Collection[int] = (),
-    export: bool = False,
+    export: bool = False, stop: threading.Event | None = None,
 ) -> TrainArtifact:
     """Trains ``config`` in the active MLflow run, which records every
     epoch, the best epoch, the timings, the best checkpoint and the learning
@@ -96,12 +97,14 @@ def train_in_run(
     sweep trial's :class:`components.sweep.reporter.SweepReporter`, with its
     scheduler's ``decision_epochs``). The first training of this process
     also logs where its start-up went (``startup_*_s``, see
-    :mod:`components.training.startup`)."""
-    config.validate_graph(dataset.meta.num_nodes, dataset.meta.categories)
+    :mod:`components.training.startup`). With ``stop`` (a sweep trial of
+    one worker), it trains in this process, without a Train worker group
+    (see :func:`components.train.train`). The caller has checked ``config``
+    against the graph (``validate_graph``)."""
     run_id = mlflow.active_run().info.run_id
     start = time.perf_counter()
     trained = train(dataset, walks, config, storage, workers, mlflow.get_tracking_uri(),
-                    run_id, max_failures, callbacks, decision_epochs, export)
+                    run_id, max_failures, callbacks, decision_epochs, export, stop)
     log_metrics({"best_epoch": trained.best_epoch,
                  "train_stage_seconds": time.perf_counter() - start,
                  "fit_seconds": trained.fit_seconds, **first_startup(trained)})

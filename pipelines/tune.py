@@ -37,9 +37,9 @@ from plnlp_core.errors import PLNLPError
 if TYPE_CHECKING:
     from components.storage.location import Location
 
-# A trial only waits on its Train workers, which hold the cores: it holds no
-# CPU (Tune takes no empty request, hence a token of memory).
-TRIAL_RESOURCES = {"CPU": 0, "memory": 64 << 20}
+# A trial of several workers only waits on its Train worker group, which holds
+# the cores: it holds no CPU (Tune takes no empty request, hence a token of memory).
+GROUP_TRIAL_RESOURCES = {"CPU": 0, "memory": 64 << 20}
 # Ray Tune's choice of console (1: its newer one).
 TUNE_CONSOLE = "RAY_AIR_NEW_OUTPUT"
 # What Ray Tune logs as it stops for an interrupt, which the command says its own way.
@@ -83,7 +83,7 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
                "decision_epochs": space.decision_epochs(), "params": space.trial_params()}
     trainable = tune.with_resources(
         tune.with_parameters(SweepTrial, base=space.base.to_dict(), dataset=dataset,
-                             options=options), TRIAL_RESOURCES)
+                             options=options), trial_resources(space))
     if request.resume is not None:  # failed trials stay failed, as the trials' table has them
         state = location(mlflow.get_run(parent.run_id).data.tags[TUNE_STATE_TAG])
         tuner = tune.Tuner.restore(state.uri, trainable, resume_unfinished=True,
@@ -91,7 +91,8 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
     else:  # from here on, an interrupt leaves a sweep that --resume goes on with
         state = tune_state(request.work_dir, parent.run_id)
         tag_run(TUNE_STATE_TAG, state.uri)
-        tuner = new_tuner(space, trainable, state, parent.run_id, request.verbose)
+        tuner = new_tuner(space, trainable, state, parent.run_id, request.verbose,
+                          request.max_failures)
     fit(tuner, space, parent, request.verbose)
     best = summarise(space, parent, finished=True)
     if state == tune_state(None, parent.run_id):  # the cache keeps no finished sweep's state
@@ -105,12 +106,22 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
     return best
 
 
+def trial_resources(space: SearchSpace) -> dict[str, float]:
+    """What a trial's actor holds: a trial of one worker trains in it (its
+    CPUs and GPU share, see :mod:`components.training.trial_training`); a
+    larger one starts a Train worker group, which holds them."""
+    group = space.resources.worker_group()
+    return group.per_worker() if group.num_workers == 1 else GROUP_TRIAL_RESOURCES
+
+
 def new_tuner(space: SearchSpace, trainable: object, state: "Location", run_id: str,
-              verbose: bool) -> object:
+              verbose: bool, max_failures: int) -> object:
     """Ray Tune's tuner of a new sweep, keeping its state in ``state``; its
     callback records each trial's outcome on the trial's run (see
     :class:`components.recording.sweep_tracking.TrialOutcomes`), and Tune saves it with
-    its state for ``--resume``."""
+    its state for ``--resume``. A trial that trains in its own actor and
+    fails is restarted up to ``max_failures`` times, going on from its
+    newest checkpoint (a Train worker group restarts its own workers)."""
     import ray
     from ray import tune
 
@@ -125,9 +136,13 @@ def new_tuner(space: SearchSpace, trainable: object, state: "Location", run_id: 
         tune_config=tune.TuneConfig(
             metric=space.metric, mode=space.mode, search_alg=space.search_algorithm(),
             scheduler=space.scheduler(), num_samples=space.num_samples,
-            max_concurrent_trials=space.concurrency(ray.cluster_resources())),
-        run_config=tune.RunConfig(storage_path=state.parent.uri, name=state.name,
-                                  callbacks=[outcomes], verbose=1 if verbose else 0))
+            max_concurrent_trials=space.concurrency(ray.cluster_resources()),
+            reuse_actors=True),  # see SweepTrial.reset_config
+        run_config=tune.RunConfig(
+            storage_path=state.parent.uri, name=state.name, callbacks=[outcomes],
+            verbose=1 if verbose else 0,
+            failure_config=tune.FailureConfig(
+                max_failures=max_failures if space.resources.workers == 1 else 0)))
 
 
 def fit(tuner: object, space: SearchSpace, run: object, verbose: bool) -> None:

@@ -121,6 +121,9 @@ class Location:
 
     def upload(self, local: Path) -> None:
         """Copies every file under the local folder ``local`` into this folder."""
+        if self.is_local:
+            shutil.copytree(local, self.local_path(), dirs_exist_ok=True)
+            return
         for name in _relative_files(local):
             pafs.copy_files(str(local / name), f"{self.path}/{name}",
                             destination_filesystem=self.filesystem)

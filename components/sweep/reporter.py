@@ -1,5 +1,7 @@
 """Train -> Tune: a sweep trial's evaluations, passed on from its Ray Train
 run to the Tune trial that started it, so that a scheduler can stop it."""
+import queue
+
 import ray
 import ray.train
 from ray.util.queue import Queue
@@ -16,24 +18,29 @@ class SweepReporter(ray.train.UserCallback):
     ``reports`` as flat metrics: the epoch (the scheduler's time), the
     training loss and the validation metrics. Test metrics stay out, so the
     test set never steers a sweep; epochs without evaluation, and the last
-    epoch (the trial reports it with its final metrics), pass nothing. The first
-    report also puts ``{"controller": <the Train controller's handle>}``,
-    with which the trial aborts its training when Tune stops it.
+    epoch (the trial reports it with its final metrics), pass nothing. With
+    ``announce``, the first report also puts ``{"controller": <the Train
+    controller's handle>}``, with which the trial aborts its training when
+    Tune stops it.
 
-    Built inside the Tune trial, run by Ray Train's controller.
+    Built inside the Tune trial, run by Ray Train's controller, or by the
+    trial itself when it trains alone (see
+    :mod:`components.training.trial_training`).
 
     Args:
         reports (Queue): The trial's queue.
         metric (str): The validation metric the sweep compares, e.g.
             ``valid_hits_20``; a report without it is not passed on.
         epochs (int): The trial's last epoch.
+        announce (bool): Pass on the controller's handle first.
     """
 
-    def __init__(self, reports: Queue, metric: str, epochs: int) -> None:
+    def __init__(self, reports: "Queue | queue.Queue", metric: str, epochs: int,
+                 announce: bool = True) -> None:
         self.reports = reports
         self.metric = metric
         self.epochs = epochs
-        self.announced = False
+        self.announced = not announce
 
     def after_report(self, run_context: object, metrics: list[dict],
                      checkpoint: ray.train.Checkpoint | None) -> None:

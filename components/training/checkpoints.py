@@ -140,3 +140,10 @@ def _complete(filesystem: pafs.FileSystem, path: str, sizes: dict[str, int],
         if any(sizes.get(name) != size for name, size in listed.items()):
             return False
     return True
+
+
+def newest_checkpoint(folder: Location, world_size: int) -> str:
+    """The path of the newest checkpoint every worker finished writing under
+    ``folder`` (a run's Ray Train storage folder)."""
+    stored = stored_checkpoints(folder.filesystem, folder.path, world_size)
+    return next(found.path for found in stored if found.complete)

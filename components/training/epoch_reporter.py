@@ -5,16 +5,18 @@ import tempfile
 import time
 from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import ray.train
-import ray.train.torch
 import torch
 import torch.distributed as dist
-from ray.train import CheckpointUploadMode
 
 from components.training.checkpoints import checkpoint_epoch, checkpoint_name, write_checkpoint
 from components.training.report import EPOCHS, RESTORED_FROM, WALL_TIME
 from plnlp_core.fitting import EpochResult
+
+if TYPE_CHECKING:
+    from components.training.session import RayTrainSession, TrialSession
 
 REPORT_GAP_S = 3.0
 """Fewest seconds between two reports, but for the last epoch's and a
@@ -64,11 +66,12 @@ class EpochReporter:
     holds the start-up marks and when each epoch ended.
 
     Args:
+        session (RayTrainSession or TrialSession): Where the training runs
+            (see :mod:`components.training.session`): this worker's rank,
+            the run's storage, and where reports go.
         epochs (int): The run's last epoch.
         checkpoint_every (int): Epochs between checkpoints.
         main_metric (str): The metric shown, e.g. ``hits_20``.
-        rank (int): This worker's rank.
-        world_size (int): Number of workers.
         history (list, optional): The epochs before a restart.
         decision_epochs (Collection[int]): Epochs a scheduler decides at.
         startup (dict, optional): This worker's start-up marks (see
@@ -77,15 +80,16 @@ class EpochReporter:
     """
 
     def __init__(
-        self, epochs: int, checkpoint_every: int, main_metric: str, rank: int, world_size: int,
-        history: list[dict[str, float]] | None = None, decision_epochs: Collection[int] = (),
-        startup: dict[str, float] | None = None, epoch_ends: list[float] | None = None,
+        self, session: "RayTrainSession | TrialSession", epochs: int, checkpoint_every: int,
+        main_metric: str, history: list[dict[str, float]] | None = None,
+        decision_epochs: Collection[int] = (), startup: dict[str, float] | None = None,
+        epoch_ends: list[float] | None = None,
     ) -> None:
         self.epochs = epochs
         self.checkpoint_every = checkpoint_every
         self.main_metric = main_metric
-        self.rank = rank
-        self.world_size = world_size
+        self.session = session
+        self.rank, self.world_size = session.rank, session.world_size
         self.history: list[dict[str, float]] = list(history or [])
         self.epoch_ends: list[float] = list(epoch_ends or [])
         # a checkpoint written before they were kept: now
@@ -134,6 +138,7 @@ class EpochReporter:
             self._report(metrics, checkpoint)
         elif checkpoint is not None and self.rank == 0:
             self.unreported.append(checkpoint)
+        self.session.after_epoch()
 
     def _decide(self, result: EpochResult) -> int:
         """What this epoch does (see the class)."""
@@ -153,9 +158,7 @@ class EpochReporter:
             timing = {"fit_seconds": time.perf_counter() - self.started,
                       "startup": self.startup or {}, "epoch_ends": self.epoch_ends}
             write_checkpoint(Path(scratch), result.snapshot(), self.rank, self.history, timing)
-            storage = ray.train.get_context().get_storage()
-            saved = storage.persist_current_checkpoint(ray.train.Checkpoint.from_directory(scratch),
-                                                       checkpoint_name(result.epoch))
+            saved = self.session.persist(Path(scratch), checkpoint_name(result.epoch))
         self.last_checkpoint_epoch = result.epoch
         return saved
 
@@ -177,8 +180,7 @@ class EpochReporter:
         report = {**metrics, EPOCHS: self.pending}
         if self.restored_from is not None:
             report[RESTORED_FROM] = self.restored_from
-        ray.train.report(report, checkpoint=checkpoint,
-                         checkpoint_upload_mode=CheckpointUploadMode.NO_UPLOAD)
+        self.session.report(report, checkpoint)
         self.pending, self.restored_from = [], None
         self.last_reported_epoch, self.last_report = int(metrics["epoch"]), time.perf_counter()
 
@@ -188,7 +190,7 @@ class EpochReporter:
         if self.world_size == 1:
             return loss, gap, decision
         total = torch.tensor([loss, gap, decision], dtype=torch.float64,
-                             device=ray.train.torch.get_device())
+                             device=self.session.device())
         dist.all_reduce(total)  # on the workers' device: NCCL takes no CPU tensors
         loss, gap, decision = total.tolist()
         return loss / self.world_size, gap / self.world_size, int(decision)

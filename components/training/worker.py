@@ -6,7 +6,6 @@ import logging
 from pathlib import Path
 
 import ray.train
-import ray.train.torch
 import torch.distributed as dist
 
 from components.final_export import export_best
@@ -20,6 +19,7 @@ from components.training.checkpoints import (
     stored_checkpoints,
 )
 from components.training.epoch_reporter import EpochReporter
+from components.training.session import RayTrainSession, TrialSession
 from components.training.startup import mark
 from components.training.walk_rounds import ParquetWalkRounds
 from plnlp_core.config import PLNLPConfig
@@ -28,6 +28,12 @@ from plnlp_core.fit_state import FitState
 
 
 def train_worker(loop_config: dict) -> None:
+    """Ray Train's per-worker function: :func:`train_with` a
+    :class:`~components.training.session.RayTrainSession`."""
+    train_with(loop_config, RayTrainSession())
+
+
+def train_with(loop_config: dict, session: "RayTrainSession | TrialSession") -> None:
     """Trains ``loop_config["config"]`` on the split in ``dataset_dir``
     with this worker's share of the positives and of the ``walks`` rounds
     (rows ``rank::world_size``), going on after a restart from the newest
@@ -42,8 +48,7 @@ def train_worker(loop_config: dict) -> None:
     mark("workers", startup)
     config = PLNLPConfig.from_mapping(loop_config["config"])
     quiet_ray_logs()
-    context = ray.train.get_context()
-    rank, world_size = context.get_world_rank(), context.get_world_size()
+    rank, world_size = session.rank, session.world_size
     dataset_dir = local_entry(loop_config["dataset_dir"])  # this node's copy, if in a store
     split = read_split(dataset_dir)
     mark("read_split", startup)
@@ -52,17 +57,18 @@ def train_worker(loop_config: dict) -> None:
         dataclasses.replace(walks, directory=str(local_entry(walks.directory))), rank, world_size)
     experiment = prepare_experiment(config, split, rounds, rank, world_size)
     mark("experiment", startup)
-    experiment.model = ray.train.torch.prepare_model(experiment.model)
-    checkpoint, delivered, stale = latest_checkpoint(world_size)
+    experiment.model = session.prepare_model(experiment.model)
+    checkpoint, delivered, stale = latest_checkpoint(session)
     resume, history, epoch_ends = _restore(checkpoint, rank)
     if world_size > 1:
         dist.barrier()  # every worker has chosen its checkpoint before any goes
     if rank == 0:
         for path in stale:  # the workers would write them again
-            context.get_storage().storage_filesystem.delete_dir(path)
+            session.filesystem.delete_dir(path)
     mark("model", startup)
-    reporter = EpochReporter(config.epochs, config.checkpoint_every, split.info.main_metric_key,
-                             rank, world_size, history, loop_config.get("decision_epochs", ()),
+    reporter = EpochReporter(session, config.epochs, config.checkpoint_every,
+                             split.info.main_metric_key, history,
+                             loop_config.get("decision_epochs", ()),
                              startup if rank == 0 and resume is None else None, epoch_ends)
     if resume is not None:
         reporter.restarted(resume.epoch, delivered)
@@ -84,7 +90,9 @@ def quiet_ray_logs() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def latest_checkpoint(world_size: int) -> tuple[ray.train.Checkpoint | None, int, list[str]]:
+def latest_checkpoint(
+    session: "RayTrainSession | TrialSession",
+) -> tuple[ray.train.Checkpoint | None, int, list[str]]:
     """The checkpoint a (re)started worker goes on from: the newest one in
     the run's storage that every worker finished writing, whether or not
     Train's controller took its report (the worker that made it may have
@@ -93,16 +101,14 @@ def latest_checkpoint(world_size: int) -> tuple[ray.train.Checkpoint | None, int
     Also the epoch of the controller's (0: none), whose report put every
     epoch up to it in MLflow, and the paths of the half-written checkpoints
     newer than the one chosen."""
-    held = ray.train.get_checkpoint()
+    held = session.held_checkpoint()
     delivered = (checkpoint_epoch(held.path) or 0) if held is not None else 0
-    storage = ray.train.get_context().get_storage()
-    stored = stored_checkpoints(storage.storage_filesystem, storage.experiment_fs_path,
-                                world_size)
+    stored = stored_checkpoints(session.filesystem, session.folder, session.world_size)
     newest = next((found for found in stored if found.complete), None)
     stale = [found.path for found in stored if newest is None or found.epoch > newest.epoch]
     if newest is None:
         return held, delivered, stale
-    return ray.train.Checkpoint(newest.path, storage.storage_filesystem), delivered, stale
+    return ray.train.Checkpoint(newest.path, session.filesystem), delivered, stale
 
 
 def _restore(

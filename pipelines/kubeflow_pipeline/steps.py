@@ -89,6 +89,7 @@ def train_step(
     dataset = split_artifact(splits)
 
     def job(work: Location) -> TrainArtifact:
+        plan.config.validate_graph(dataset.meta.num_nodes, dataset.meta.categories)
         log_graph(dataset)
         log_config(plan.config, plan.params())
         with run_checkpoints(checkpoint_root(request.work_dir)) as storage:

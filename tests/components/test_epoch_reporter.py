@@ -1,9 +1,8 @@
 """When a Train worker checkpoints and reports: a checkpoint every
 ``checkpoint_every`` epochs, never an epoch's wait on Ray Train's poll."""
 import json
-import shutil
+import threading
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import ray.train
@@ -11,6 +10,7 @@ import torch
 from pyarrow.fs import LocalFileSystem
 
 import components.training.epoch_reporter as reporting
+from components.storage.location import location
 from components.training.checkpoints import checkpoint_name, stored_checkpoints, write_checkpoint
 from components.training.epoch_reporter import (
     CHECKPOINT,
@@ -21,6 +21,7 @@ from components.training.epoch_reporter import (
     _seconds,
 )
 from components.training.report import EPOCHS, RESTORED_FROM
+from components.training.session import TrialSession, TrialStopped
 from plnlp_core.fit_state import FitState
 from plnlp_core.fitting import EpochResult
 
@@ -40,9 +41,10 @@ def clock(monkeypatch) -> Clock:
     return clock
 
 
-def reporter(checkpoint_every: int, decision_epochs=()) -> EpochReporter:
-    return EpochReporter(epochs=50, checkpoint_every=checkpoint_every, main_metric="hits_20",
-                         rank=0, world_size=1, decision_epochs=decision_epochs)
+def reporter(checkpoint_every: int, decision_epochs=(), session=None) -> EpochReporter:
+    session = session or TrialSession(location("/nonexistent"), [], False, threading.Event())
+    return EpochReporter(session, epochs=50, checkpoint_every=checkpoint_every,
+                         main_metric="hits_20", decision_epochs=decision_epochs)
 
 
 def epoch(number: int, evaluated: bool = True) -> EpochResult:
@@ -96,29 +98,26 @@ def fit_state(epoch: int) -> FitState:
                     best_metrics={}, best_state=None)
 
 
-class Storage:
-    """Ray Train's storage context, as far as the reporter uses it."""
+class Recorder(ray.train.UserCallback):
+    """What Ray Train's controller receives: the metrics, and the checkpoint's folder."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self) -> None:
+        self.reports: list[dict] = []
 
-    def persist_current_checkpoint(self, checkpoint: ray.train.Checkpoint,
-                                   name: str) -> ray.train.Checkpoint:
-        shutil.copytree(checkpoint.path, self.root / name, dirs_exist_ok=True)
-        return ray.train.Checkpoint(str(self.root / name))
+    def after_report(self, run_context, metrics, checkpoint) -> None:
+        self.reports.append({**metrics[0], "checkpoint": checkpoint and Path(checkpoint.path).name})
 
 
 @pytest.fixture
-def train_run(tmp_path: Path, clock: Clock, monkeypatch) -> list[dict]:
-    """Ray Train's side of a worker: its storage under ``tmp_path``, and the
-    reports it receives (metrics and the checkpoint's epoch)."""
-    reports = []
-    storage = Storage(tmp_path)
-    monkeypatch.setattr(ray.train, "get_context",
-                        lambda: SimpleNamespace(get_storage=lambda: storage))
-    monkeypatch.setattr(ray.train, "report", lambda metrics, checkpoint, **_: reports.append(
-        {**metrics, "checkpoint": checkpoint and Path(checkpoint.path).name}))
-    return reports
+def session(tmp_path: Path) -> TrialSession:
+    """A worker training alone, its storage under ``tmp_path``."""
+    return TrialSession(location(tmp_path), [Recorder()], use_gpu=False, stop=threading.Event())
+
+
+@pytest.fixture
+def train_run(session: TrialSession, clock: Clock) -> list[dict]:
+    """The reports the worker's ``session`` receives."""
+    return session.callbacks[0].reports
 
 
 def run_epochs(at: EpochReporter, epochs: range, clock: Clock, seconds: float) -> None:
@@ -128,8 +127,8 @@ def run_epochs(at: EpochReporter, epochs: range, clock: Clock, seconds: float) -
 
 
 def test_every_checkpoint_every_th_epoch_is_in_storage_whether_reported_or_not(
-        tmp_path, clock, train_run, capsys):
-    every_other = reporter(checkpoint_every=2)
+        tmp_path, clock, session, train_run, capsys):
+    every_other = reporter(checkpoint_every=2, session=session)
     every_other.epochs = 12
     run_epochs(every_other, range(1, 10), clock, seconds=0.4)
     # epochs 2, 4, 6 and 8 ended within 3 s of epoch 1's report: written, not reported;
@@ -144,14 +143,24 @@ def test_every_checkpoint_every_th_epoch_is_in_storage_whether_reported_or_not(
 
 
 def test_a_restart_reports_again_the_epochs_after_the_controllers_checkpoint(
-        clock, train_run, capsys):
+        clock, session, train_run, capsys):
     history = [{"epoch": e, "train_loss": 1.0} for e in range(1, 7)]
-    again = EpochReporter(epochs=50, checkpoint_every=2, main_metric="hits_20", rank=0,
-                          world_size=1, history=history, epoch_ends=[float(e) for e in range(6)])
+    again = EpochReporter(session, epochs=50, checkpoint_every=2, main_metric="hits_20",
+                          history=history, epoch_ends=[float(e) for e in range(6)])
     again.restarted(6, delivered=2)
     run_epochs(again, range(7, 8), clock, seconds=0.4)
     assert [row["epoch"] for row in train_run[0][EPOCHS]] == [3, 4, 5, 6, 7]
     assert train_run[0][RESTORED_FROM] == 6
+
+
+def test_a_trial_training_alone_stops_after_the_epoch_during_which_tune_stopped_it(
+        clock, session, train_run, capsys):
+    alone = reporter(checkpoint_every=2, session=session)
+    run_epochs(alone, range(1, 3), clock, seconds=0.4)
+    session.stop.set()
+    with pytest.raises(TrialStopped):
+        run_epochs(alone, range(3, 4), clock, seconds=0.4)
+    assert [row["epoch"] for row in alone.history] == [1, 2, 3]
 
 
 def test_a_checkpoint_counts_once_every_worker_copied_all_it_listed(tmp_path):

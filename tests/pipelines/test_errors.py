@@ -255,6 +255,11 @@ ENTRIES: dict[str, Entry] = {
     "space-grid-continuous": space("lr is a uniform, which a grid cannot enumerate"),
     "space-optuna-grid": space("lr is a grid, which Optuna's search cannot take; use `choice`."),
     "space-bad-value": space("num_neg cannot take 0: num_neg must be at least 1"),
+    "trials-per-gpu-count": Entry("--trials-per-gpu is 0; give a whole number of trials of at "
+                                  "least 1.", 2, "none", "test_bad_trials_per_gpu_are_refused"),
+    "trials-per-gpu-and-gpus": Entry("--trials-per-gpu and --gpus-per-worker both say how much "
+                                     "of a GPU a trial holds; give one of them.", 2, "none",
+                                     "test_bad_trials_per_gpu_are_refused"),
     "space-too-large": service("resources ask 64 CPUs per trial but the Ray cluster has 2",
                                "test_a_sweep_the_cluster_cannot_hold_is_refused"),
     # stand-ins (pipelines/standin.py)
@@ -593,6 +598,16 @@ def test_bad_search_spaces_are_refused(entry_id, tmp_path, mlflow_store, capsys)
     space = write(tmp_path / "space.yaml", f"preset: smoke\n{SPACES[entry_id]}")
     code = tune_main(["--dataset", "ddi", "--space", str(space)])
     assert_refused(entry_id, code, capsys.readouterr().err, "test_bad_search_spaces_are_refused")
+
+
+@pytest.mark.parametrize(("entry_id", "flags"), [
+    ("trials-per-gpu-count", ["--trials-per-gpu", "0"]),
+    ("trials-per-gpu-and-gpus", ["--trials-per-gpu", "2", "--gpus-per-worker", "0.5"]),
+])
+def test_bad_trials_per_gpu_are_refused(entry_id, flags, tmp_path, mlflow_store, capsys):
+    space = write(tmp_path / "space.yaml", f"preset: smoke\n{LR}")
+    code = tune_main(["--dataset", "ddi", "--space", str(space), *flags])
+    assert_refused(entry_id, code, capsys.readouterr().err, "test_bad_trials_per_gpu_are_refused")
 
 
 @pytest.mark.slow

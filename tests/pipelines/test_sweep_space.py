@@ -1,12 +1,21 @@
 """A search space file read against the preset it varies."""
 from pathlib import Path
 
+import pytest
+
 from pipelines.planning.presets import load_preset
+from pipelines.planning.sweep_plan import SweepRequest, gpus_per_worker
 from pipelines.planning.sweep_space import SearchSpace
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
+from plnlp_core.errors import PLNLPError
 
 LR = {"lr": {"choice": [0.01, 0.05]}}
+
+
+def space_with(resources: dict) -> SearchSpace:
+    base = PLNLPConfig.from_mapping({**load_preset("ddi", "smoke"), "dataset": "ddi"})
+    return SearchSpace(Path("space.yaml"), base, DATASETS.get("ddi"), {"space": LR}, resources)
 
 
 def space_of(data: dict, epochs: int) -> SearchSpace:
@@ -28,3 +37,24 @@ def test_asha_decides_at_its_rungs_up_to_max_t():
     space = space_of({"scheduler": {"asha": {"grace_period": 5, "reduction_factor": 2}}}, 60)
     assert space.decision_epochs() == [5, 10, 20, 40]
     assert space_of({}, 60).decision_epochs() == []
+
+
+def test_trials_of_one_worker_hold_their_resources_in_their_own_actor():
+    from pipelines.tune import GROUP_TRIAL_RESOURCES, trial_resources
+
+    alone = space_with({"workers": 1, "cpus_per_worker": 2, "gpus_per_worker": 0.25})
+    assert trial_resources(alone) == {"CPU": 2, "GPU": 0.25}
+    group = space_with({"workers": 2, "cpus_per_worker": 1})
+    assert trial_resources(group) == GROUP_TRIAL_RESOURCES
+
+
+def test_trials_per_gpu_packs_that_many_trials_on_each_gpu():
+    request = SweepRequest(dataset="ddi", trials_per_gpu=4)
+    assert gpus_per_worker(request) == 0.25
+    space = space_with({"workers": 1, "cpus_per_worker": 1, "gpus_per_worker": 0.25})
+    assert space.concurrency({"CPU": 16, "GPU": 2}) == 8
+    assert space.concurrency({"CPU": 6, "GPU": 2}) == 6  # the CPUs run out first
+    for refused in (SweepRequest(dataset="ddi", trials_per_gpu=0),
+                    SweepRequest(dataset="ddi", trials_per_gpu=2, gpus_per_worker=0.5)):
+        with pytest.raises(PLNLPError, match="--trials-per-gpu"):
+            gpus_per_worker(refused)

@@ -73,6 +73,14 @@ def server_store(tracking_server: str, monkeypatch: pytest.MonkeyPatch, tmp_path
     yield from use_tracking_store(tracking_server, tmp_path, monkeypatch)
 
 
+def train_controllers() -> int:
+    """How many Ray Train controllers this Ray has started, ended ones included."""
+    from ray.util.state import list_actors
+
+    return len(list_actors(filters=[("class_name", "=", "TrainController")], limit=10_000,
+                           raise_on_missing_output=False))
+
+
 def write_space(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "space.yaml"
     path.write_text(text)
@@ -98,7 +106,9 @@ def test_asha_stops_weak_trials_and_mlflow_records_the_sweep(
     space = write_space(tmp_path, ASHA_SPACE)
     argv = ["--dataset", "ddi", "--space", str(space), "--data-root", str(standin_root),
             "--experiment", "asha", *TINY, "--set", "epochs=4", "--set", "checkpoint_every=4"]
+    controllers = train_controllers()
     assert main(argv) == 0
+    assert train_controllers() == controllers  # trials of one worker train in their own actor
     out = capsys.readouterr().out
     assert "+----" not in out and "Configuration for experiment" not in out  # no Tune table
     trial_lines = [line for line in out.splitlines() if line.startswith("trial lr=")]
