@@ -76,15 +76,15 @@ def hard_negatives(
             :data:`CHUNK_ENTRIES` :math:`/ N`).
 
     Returns:
-        A LongTensor ``[P, K]`` of nodes: column :math:`j < K/2` replaces
+        A LongTensor ``[P, K]`` of nodes, on the CPU: column :math:`j < K/2` replaces
         :math:`b` (the pair :math:`(a, n_j)`), column :math:`j \ge K/2`
         replaces :math:`a` (the pair :math:`(n_j, b)`); see
         :func:`hard_negative_pairs`. The same for the same seed.
     """
     if num_negatives < 2 or num_negatives % 2:
         raise ValueError(f"num_negatives must be even and at least 2, not {num_negatives}")
-    anchors, inverse = pos.reshape(-1).unique(return_inverse=True)
-    known = [train_edges, pos] + ([exclude] if exclude is not None else [])
+    anchors, inverse = pos.reshape(-1).cpu().unique(return_inverse=True)
+    known = [e.cpu() for e in (train_edges, pos, exclude) if e is not None]
     graph = _Graph(adjacency(train_edges, num_nodes), adjacency(torch.cat(known), num_nodes), x)
     ties = _tie_order(num_nodes, seed)
     size = batch_size or max(1, CHUNK_ENTRIES // num_nodes)
@@ -116,7 +116,7 @@ class _Graph:
         self.inv_degree = torch.from_numpy(1.0 / np.maximum(np.diff(adj.indptr), 1)).float()
         self.adj = (torch.from_numpy(adj.toarray()) if n * n <= DENSE_ENTRIES
                     else _torch_csr(adj))
-        self.x = None if x is None else F.normalize(x.float(), dim=1)
+        self.x = None if x is None else F.normalize(x.float().cpu(), dim=1)
 
     def propagate(self, h: Tensor) -> Tensor:
         """:math:`H A` for rows ``h`` (``[C, N]``); :math:`A` is symmetric."""
