@@ -30,6 +30,7 @@ from pipelines.kubeflow_pipeline.cluster import (
     ClusterSettings,
     cluster_problems,
 )
+from pipelines.kubeflow_pipeline.step_request import step_request
 from pipelines.planning.arguments import add_worker_args
 from pipelines.planning.run_plan import plan_run
 from plnlp_core.errors import PLNLPError
@@ -85,10 +86,6 @@ def pipeline_arguments(args: argparse.Namespace) -> dict[str, object]:
     """The pipeline's parameters from the command line, checked as
     ``pipelines/run.py`` checks them (the sweep space only for being a file:
     the sweep step checks the rest)."""
-    from pipelines.kubeflow_pipeline.steps import (
-        step_request,  # Ray and MLflow, once the flags parsed
-    )
-
     if not args.dataset:
         raise PLNLPError("--run-local needs --dataset, e.g. --dataset ddi.")
     if args.num_workers < 1 or args.cpus_per_worker < 1:
@@ -142,36 +139,43 @@ def compiled_defaults(args: argparse.Namespace) -> dict[str, object]:
     return {**defaults, "preset": "cpu" if "cpu" in on_cpus else on_cpus[0]}
 
 
+def compile_pipeline(args: argparse.Namespace) -> int:
+    """Writes the pipeline ``--compile`` names, with warnings about what the
+    cluster would get wrong; the exit code."""
+    from kfp import compiler  # once the flags parsed
+
+    from pipelines.kubeflow_pipeline.graph import build_pipeline
+
+    cluster = ClusterSettings(args.num_workers, args.cpus_per_worker, args.memory,
+                              args.cache_volume, args.secret)
+    try:
+        defaults = compiled_defaults(args)
+    except PLNLPError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    compiler.Compiler().compile(build_pipeline(cluster), str(args.compile),
+                                pipeline_parameters=defaults)
+    print(f"pipeline written to {args.compile} (image {BASE_IMAGE}); runs with the defaults "
+          f"train {defaults['dataset']}'s {defaults['preset']} preset")
+    for problem in cluster_problems(os.environ, args.cache_volume, args.work_dir):
+        print(f"warning: {problem}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Compiles the pipeline or runs it here; the exit code (2: refused, 1:
     a step failed)."""
     args = parse_cli(argv)
-    # the pipeline's steps and kfp's compiler and runner, once the flags parsed
-    from kfp import compiler
-
-    from pipelines.kubeflow_pipeline.graph import build_pipeline
-    from pipelines.kubeflow_pipeline.local_run import run_local
-
     if args.compile is not None:
-        cluster = ClusterSettings(args.num_workers, args.cpus_per_worker, args.memory,
-                                  args.cache_volume, args.secret)
-        try:
-            defaults = compiled_defaults(args)
-        except PLNLPError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-        compiler.Compiler().compile(build_pipeline(cluster), str(args.compile),
-                                    pipeline_parameters=defaults)
-        print(f"pipeline written to {args.compile} (image {BASE_IMAGE}); runs with the defaults "
-              f"train {defaults['dataset']}'s {defaults['preset']} preset")
-        for problem in cluster_problems(os.environ, args.cache_volume, args.work_dir):
-            print(f"warning: {problem}", file=sys.stderr)
-        return 0
+        return compile_pipeline(args)
     try:
         arguments = pipeline_arguments(args)
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    # the pipeline's steps and kfp's runner, once the flags are checked
+    from pipelines.kubeflow_pipeline.local_run import run_local
+
     try:
         metrics = run_local(arguments, args.pipeline_root)
     except PLNLPError as error:  # RAY_ADDRESS refused

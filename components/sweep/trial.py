@@ -128,6 +128,11 @@ class SweepTrial(tune.Trainable):
         into the run's storage, where a restarted trial finds them."""
         return None
 
+    def load_checkpoint(self, checkpoint: object) -> None:
+        """Nothing to restore: the training goes on from the newest
+        checkpoint in the run's storage by itself (Tune restores a trial it
+        restarts, or a resumed sweep's, from the empty one it saved)."""
+
     def cleanup(self) -> None:
         """Stops the training if it still runs (a trial training alone after
         its epoch; else its controller aborts and removes the workers'

@@ -4,10 +4,12 @@ and volume each pod requests (:class:`ClusterSettings`), and what a compiled
 pipeline would get wrong on a cluster (:func:`cluster_problems`)."""
 import os
 from collections.abc import Mapping
-
-from kfp import dsl
+from typing import TYPE_CHECKING
 
 from components.storage.location import is_uri
+
+if TYPE_CHECKING:  # kfp takes 0.7 s to import: the command's --help needs none of it
+    from kfp import dsl
 
 BASE_IMAGE = os.environ.get("PLNLP_IMAGE", "plnlp:latest")
 # Given to every step as the shell that compiles (or runs) the pipeline has them.
@@ -39,7 +41,7 @@ class ClusterSettings:
                      "sweep": cpus_per_worker + 1}
         self.memory, self.cache_volume, self.secret = memory, cache_volume, secret
 
-    def apply(self, step: str, task: dsl.PipelineTask) -> None:
+    def apply(self, step: str, task: "dsl.PipelineTask") -> None:
         """Sets the step ``step``'s requests, volume and Secret on ``task``."""
         from kfp import kubernetes
 

@@ -30,7 +30,8 @@ def augment(
     """Stage ``augment``: the random-walk pairs (Parquet, a folder per round),
     or, when the config walks not, an empty folder; ``num_pairs`` and
     ``rounds`` in its metadata."""
-    from pipelines.kubeflow_pipeline.steps import augment_step, step_request
+    from pipelines.kubeflow_pipeline.step_request import step_request
+    from pipelines.kubeflow_pipeline.steps import augment_step
 
     request = step_request(dataset, preset, overrides, work_dir=work_dir, yes=yes)
     walked = augment_step(splits.path, request, walks.path)
@@ -49,7 +50,8 @@ def train(
     validation epoch's ``model.pt`` and the run's ``config.yaml``,
     ``metrics`` that epoch's validation metrics."""
     from components.artifacts import WalkArtifact
-    from pipelines.kubeflow_pipeline.steps import step_request, train_step
+    from pipelines.kubeflow_pipeline.step_request import step_request
+    from pipelines.kubeflow_pipeline.steps import train_step
 
     request = step_request(dataset, preset, overrides, num_workers, cpus_per_worker, gpus,
                            work_dir=work_dir, max_failures=max_failures, experiment=experiment,

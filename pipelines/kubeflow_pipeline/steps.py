@@ -20,7 +20,7 @@ from components.storage.location import Location, local_copy
 from components.storage.stage_cache import local_entry, stage_cache_root
 from components.train_and_evaluate import evaluate_and_log_model, run_checkpoints, train_in_run
 from components.training.checkpoints import checkpoint_root
-from components.training.workers import WorkerGroup
+from pipelines.kubeflow_pipeline.step_request import step_request
 from pipelines.planning.request import RunRequest
 from pipelines.planning.run_plan import graph_source, plan_run
 from pipelines.runtime.console import quiet_console
@@ -29,19 +29,6 @@ from pipelines.runtime.load_stage import load_stage
 from plnlp_core.config import PLNLPConfig
 
 CONFIG_FILE = "config.yaml"
-
-
-def step_request(dataset: str, preset: str = "", overrides: list[str] | None = None,
-                 num_workers: int = 1, cpus_per_worker: int = 1, gpus: int = 0,
-                 **fields: object) -> RunRequest:
-    """The step's typed parameters as the request ``pipelines/run.py``'s
-    flags would make: ``preset`` "" is the dataset's default, ``gpus`` > 0
-    gives each worker a GPU, ``fields`` are :class:`RunRequest`'s own
-    ("" is unset)."""
-    workers = WorkerGroup(num_workers, cpus_per_worker, use_gpu=gpus > 0)
-    given = {name: value for name, value in fields.items() if value != ""}
-    return RunRequest(dataset=dataset, preset=preset or None, overrides=tuple(overrides or ()),
-                      workers=workers, **given)
 
 
 def start(request: RunRequest, validate: Callable[[], object]) -> object:

@@ -38,11 +38,11 @@ import pyarrow.parquet as pq
 import torch
 from torch import Tensor
 
+from plnlp_core.choices import DEFAULT_SPLIT
 from plnlp_core.data.datasets import SPLIT_PARTS, DatasetInfo, LinkSplit
 from plnlp_core.edge_set import EdgeSet
 from plnlp_core.errors import PLNLPError, first_line
 
-DEFAULT_SPLIT = "random:0.85,0.05,0.10"
 SPLIT_KINDS = ("random", "time")
 _READERS = {".csv": pa_csv.read_csv, ".parquet": pq.read_table}
 

@@ -1,7 +1,6 @@
 """The torch-free tables a config is checked against
 (:mod:`plnlp_core.choices`) name what the implementations register."""
 from plnlp_core import choices
-from plnlp_core.data import own_graph
 from plnlp_core.losses import LOSSES
 from plnlp_core.nn import EDGE_PREDICTORS, ENCODER_LEVELS, ENCODERS, PREDICTORS
 from plnlp_core.nn.encoder import WEIGHT_FREE_ENCODERS
@@ -33,6 +32,3 @@ def test_losses_levels_and_heuristics_match_their_registries():
     assert list(choices.ENCODER_LEVEL_CHOICES) == ENCODER_LEVELS.names
     assert list(choices.HEURISTIC_CHOICES) == HEURISTICS.names
 
-
-def test_default_split_is_the_loaders():
-    assert choices.DEFAULT_SPLIT == own_graph.DEFAULT_SPLIT
