@@ -26,7 +26,8 @@ where Ray and MLflow are installed, the pipeline's overhead on short
 epochs (:mod:`pipeline_overhead`): the median wall time between epochs
 through ``pipelines/run.py`` over ``fit``'s in this process (goal: at most
 1.10), and the seconds from the command to the first epoch, phase by phase
-(see :mod:`components.training.startup`). Last, the seconds each command
+(see :mod:`components.training.startup`), and, without ``--quick``, what a
+sweep's trial costs beyond its training (:mod:`trial_overhead`). Last, the seconds each command
 takes to answer ``--help`` or refuse bad input, and whether it imported
 torch, PyG, Ray or MLflow first (:mod:`command_latency`; three command lines
 with ``--quick``). Only torch, torch-geometric, ogb and pyarrow are needed
@@ -45,6 +46,7 @@ from pipeline_overhead import time_pipeline
 from tables import report_text
 from timing import device_name
 from training_speed import prepare, time_training
+from trial_overhead import costs_table, trial_costs
 from walks_and_parquet import time_walks_and_parquet
 from workloads import load_split, workloads
 
@@ -101,11 +103,15 @@ def main(argv: list[str] | None = None) -> int:
                                                    f"ppa stand-in ({ppa})")
             report["walks"] = time_walks_and_parquet(ddi, args.quick)
             report["pipeline"] = None if args.skip_pipeline else time_pipeline(args.data_root, ddi)
+            if report["pipeline"] is not None and not args.quick:
+                report["trials"] = trial_costs(args.data_root, trials=5, epochs=4)
             report["commands"] = time_commands(args.quick)
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(report_text(report))
+    if "trials" in report:
+        print("\n" + costs_table(report["trials"]))
     if "commands" in report:
         print("\n" + latency_table(report["commands"]))
     if args.json is not None:

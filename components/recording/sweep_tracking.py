@@ -90,8 +90,9 @@ class TrialOutcomes(tune.Callback):
 
     def on_trial_error(self, iteration: int, trials: list, trial: tune.experiment.Trial,
                        **info: object) -> None:
-        error = trial.get_error()
-        reason = self.describe(error) if error is not None else "the trial failed"
+        error = trial.get_error()  # Tune keeps some failures as text (one of its callbacks')
+        reason = self.describe(error) if isinstance(error, BaseException) \
+            else str(error or "the trial failed")
         self._record(trial, "failed", trial.last_result.get(EPOCH), reason)
 
     def _record(self, trial: tune.experiment.Trial, status: str, epoch: int | None,

@@ -42,7 +42,8 @@ def trial_actor_pids() -> list[int]:
     import ray
 
     return [actor["Pid"] for actor in ray._private.state.actors().values()
-            if actor.get("ActorClassName") == "SweepTrial" and actor.get("State") == "ALIVE"]
+            if actor.get("ActorClassName") == "ResourceTrainable"  # Tune's wrap of SweepTrial
+            and actor.get("State") == "ALIVE"]
 
 
 def test_a_killed_trial_goes_on_from_its_newest_checkpoint_in_the_same_run(
