@@ -42,7 +42,7 @@ def trial_actor_pids() -> list[int]:
     import ray
 
     return [actor["Pid"] for actor in ray._private.state.actors().values()
-            if actor.get("ActorClassName") == "ResourceTrainable"  # Tune's wrap of SweepTrial
+            if actor.get("ActorClassName", "").endswith("ResourceTrainable")  # Tune's wrap
             and actor.get("State") == "ALIVE"]
 
 
