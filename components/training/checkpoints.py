@@ -142,8 +142,13 @@ def _complete(filesystem: pafs.FileSystem, path: str, sizes: dict[str, int],
     return True
 
 
+def newest_complete(stored: list[StoredCheckpoint]) -> StoredCheckpoint | None:
+    """The newest of ``stored`` (as :func:`stored_checkpoints` lists them,
+    newest first) that every worker finished writing."""
+    return next((found for found in stored if found.complete), None)
+
+
 def newest_checkpoint(folder: Location, world_size: int) -> str:
     """The path of the newest checkpoint every worker finished writing under
-    ``folder`` (a run's Ray Train storage folder)."""
-    stored = stored_checkpoints(folder.filesystem, folder.path, world_size)
-    return next(found.path for found in stored if found.complete)
+    ``folder`` (a run's Ray Train storage folder); one must be there."""
+    return newest_complete(stored_checkpoints(folder.filesystem, folder.path, world_size)).path

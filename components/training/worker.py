@@ -16,6 +16,7 @@ from components.training.checkpoints import (
     HISTORY_FILE,
     TIMING_FILE,
     checkpoint_epoch,
+    newest_complete,
     stored_checkpoints,
 )
 from components.training.epoch_reporter import EpochReporter
@@ -104,7 +105,7 @@ def latest_checkpoint(
     held = session.held_checkpoint()
     delivered = (checkpoint_epoch(held.path) or 0) if held is not None else 0
     stored = stored_checkpoints(session.filesystem, session.folder, session.world_size)
-    newest = next((found for found in stored if found.complete), None)
+    newest = newest_complete(stored)
     stale = [found.path for found in stored if newest is None or found.epoch > newest.epoch]
     if newest is None:
         return held, delivered, stale
