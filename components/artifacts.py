@@ -74,6 +74,17 @@ class WalkArtifact:
 
 
 @dataclass(frozen=True)
+class HeartArtifact:
+    """HeaRT's hard negatives (``heart``'s output): ``directory`` holds
+    ``valid.parquet`` and ``test.parquet``, one row per positive of the part,
+    in the split's order, its ``negatives`` a list of ``num_negatives`` nodes
+    (see :func:`plnlp_core.scoring.hard_negatives.hard_negatives`)."""
+
+    directory: str
+    num_negatives: int
+
+
+@dataclass(frozen=True)
 class TrainArtifact:
     """The best checkpoint (``train``'s output): ``checkpoint_dir`` holds
     ``model.pt`` (a ``state_dict``), chosen by validation; ``fit_seconds``

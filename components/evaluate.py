@@ -1,11 +1,15 @@
 """Stage ``evaluate``: OGB's Evaluator (AUC and Hits@K for own graphs) on
 the best checkpoint (see :func:`components.final_export.finish`), or on a
-classic heuristic's scores."""
+classic heuristic's scores; with HeaRT's negatives (see
+:mod:`components.heart`), HeaRT's MRR and Hits@K too."""
+from collections.abc import Mapping
+
 import ray
 import torch
 from torch import Tensor
 
-from components.artifacts import DatasetArtifact, TrainArtifact
+from components.artifacts import DatasetArtifact, HeartArtifact, TrainArtifact
+from components.heart import read_heart_negatives
 from components.scheduling import ANYWHERE
 from components.storage.location import local_copy
 from components.storage.parquet_io import read_split
@@ -16,7 +20,8 @@ from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.nn import PLNLPModel
 from plnlp_core.scoring.evaluation import evaluate
-from plnlp_core.scoring.heuristics import heuristic_metrics
+from plnlp_core.scoring.heart import heart_split_metrics
+from plnlp_core.scoring.heuristics import adjacency, heuristic_metrics, heuristic_scorer
 from plnlp_core.training import resolve_precision, set_matmul_precision
 
 
@@ -28,6 +33,21 @@ def final_metrics(
     splits = {"valid": (split.valid_pos, split.valid_neg), "test": (split.test_pos, split.test_neg)}
     x = None if split.x is None else split.x.to(adj.device)
     return evaluate(model, split.info, x, adj, splits, config.eval_batch_size)
+
+
+@torch.no_grad()
+def heart_final_metrics(
+    split: LinkSplit, model: PLNLPModel, adj: Tensor, config: PLNLPConfig,
+    negatives: Mapping[str, Tensor],
+) -> dict[str, float]:
+    """``model``'s HeaRT metrics over its input graph ``adj``, each part's
+    positives ranked against its ``negatives``, keyed ``<split>_heart_<metric>``
+    (e.g. ``test_heart_mrr``)."""
+    model.eval()
+    x = None if split.x is None else split.x.to(adj.device)
+    h = model.encode(x, adj)
+    return heart_split_metrics(lambda pairs: model.score(h, pairs.to(h.device), adj), split,
+                               negatives, config.eval_batch_size)
 
 
 def load_trained(
@@ -48,12 +68,16 @@ def load_trained(
 
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
 def evaluate_heuristic(
-    dataset: DatasetArtifact, name: str, config: PLNLPConfig,
+    dataset: DatasetArtifact, name: str, config: PLNLPConfig, heart: HeartArtifact | None = None,
 ) -> dict[str, float]:
     """Validation and test metrics of the heuristic ``name`` (``cn``, ``aa``,
     ``ra``) over the graph training starts from (``config``'s observed
-    edges), keyed ``final_<split>_<metric>`` as a trained model's."""
+    edges), keyed ``final_<split>_<metric>`` as a trained model's; with
+    ``heart``, its HeaRT metrics too."""
     split = read_split(local_entry(dataset.directory))
     edges, _ = input_edges(split, config)
     metrics = heuristic_metrics(name, split, edges)
+    if heart is not None:
+        scorer = heuristic_scorer(name, adjacency(edges, split.num_nodes))
+        metrics.update(heart_split_metrics(scorer, split, read_heart_negatives(heart)))
     return {f"final_{key}": value for key, value in metrics.items()}

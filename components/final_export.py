@@ -19,11 +19,12 @@ whole; :func:`clear_final` removes an earlier attempt's before training.
 """
 import json
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from torch import Tensor, nn
 
-from components.evaluate import final_metrics
+from components.evaluate import final_metrics, heart_final_metrics
 from components.storage.location import Location, location, node_scratch_dir
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit
@@ -39,13 +40,18 @@ SCORER_DIR = "scorer"
 def finish(
     model: nn.Module, split: LinkSplit, adj: Tensor, config: PLNLPConfig, node_ids: NodeIds,
     directory: "str | Path | Location", metrics: dict[str, float] | None = None,
+    heart_negatives: Mapping[str, Tensor] | None = None,
 ) -> dict[str, float]:
     """The run's finish, the same for the main job and the kubeflow
     pipeline: ``model``'s ``final_*`` metrics (its best epoch's evaluation
-    ``metrics`` when the caller has them, else evaluated here over ``adj``)
-    and its scorer encoded over ``adj``, written into ``directory`` by
-    :func:`write_final`. Returns the metrics."""
+    ``metrics`` when the caller has them, else evaluated here over ``adj``;
+    with ``heart_negatives``, HeaRT's metrics too) and its scorer encoded
+    over ``adj``, written into ``directory`` by :func:`write_final`.
+    Returns the metrics."""
     evaluated = final_metrics(split, model, adj, config) if metrics is None else metrics
+    if heart_negatives is not None:
+        evaluated = {**evaluated,
+                     **heart_final_metrics(split, model, adj, config, heart_negatives)}
     final = {f"final_{key}": value for key, value in evaluated.items()}
     write_final(directory, final, LinkScorer.encode(model, split, adj, config, node_ids))
     return final
@@ -54,14 +60,16 @@ def finish(
 def export_best(
     model: nn.Module, best_state: dict[str, Tensor], best_metrics: dict[str, float],
     split: LinkSplit, adj: Tensor, config: PLNLPConfig, node_ids: NodeIds,
-    directory: "str | Path | Location",
+    directory: "str | Path | Location", heart_negatives: Mapping[str, Tensor] | None = None,
 ) -> None:
     r"""Loads ``best_state`` into ``model`` (unwrapping DDP) and
-    :func:`finish`\ es it on the model's device with ``best_metrics``."""
+    :func:`finish`\ es it on the model's device with ``best_metrics`` (and
+    ``heart_negatives``)."""
     core = unwrap(model)
     core.load_state_dict(best_state)
     device = next(core.parameters()).device
-    finish(core, split, adj.to(device), config, node_ids, directory, best_metrics)
+    finish(core, split, adj.to(device), config, node_ids, directory, best_metrics,
+           heart_negatives)
 
 
 def write_final(directory: "str | Path | Location", final: dict[str, float],

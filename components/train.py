@@ -9,7 +9,7 @@ import ray.train
 import ray.train.torch
 from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
 
-from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
+from components.artifacts import DatasetArtifact, HeartArtifact, TrainArtifact, WalkArtifact
 from components.recording.epoch_logger import EpochLogger
 from components.storage.location import Location, location
 from components.training.checkpoints import (
@@ -32,6 +32,7 @@ def train(
     tracking_uri: str | None = None, run_id: str | None = None, max_failures: int = 3,
     callbacks: list[ray.train.UserCallback] = (), decision_epochs: Collection[int] = (),
     export: bool = False, stop: threading.Event | None = None,
+    heart: HeartArtifact | None = None,
 ) -> TrainArtifact:
     """Trains with the DDP ``workers`` and returns the checkpoint of the best
     validation epoch. With ``run_id``, every epoch's metrics are logged to
@@ -46,7 +47,7 @@ def train(
     ``callbacks`` see every report after the MLflow logger has. With
     ``export``, rank 0 ends by writing the final metrics and the best
     model's scorer into ``storage``, in place of an earlier attempt's (see
-    :mod:`components.final_export`).
+    :mod:`components.final_export`), its metrics with HeaRT's on ``heart``.
 
     With ``stop`` (a sweep trial of one worker), trains in this process,
     with no Train worker group (see
@@ -56,7 +57,7 @@ def train(
     loop_config = {
         "config": config.to_dict(), "dataset_dir": dataset.directory, "walks": walks,
         "decision_epochs": sorted(decision_epochs),
-        "export_dir": location(storage).uri if export else None,
+        "export_dir": location(storage).uri if export else None, "heart": heart,
     }
     name = f"plnlp-{config.dataset}-{run_id or 'run'}"
     callbacks = [*([EpochLogger(tracking_uri, run_id)] if run_id else []), *callbacks]

@@ -10,9 +10,10 @@ import mlflow
 import ray
 import ray.train
 
-from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
+from components.artifacts import DatasetArtifact, HeartArtifact, TrainArtifact, WalkArtifact
 from components.augment import augment
 from components.final_export import SCORER_DIR, read_final
+from components.heart import heart_negatives
 from components.recording.model_export import evaluate_and_export, log_link_model
 from components.recording.runs import tag_run, untag_run
 from components.recording.tracking import log_metrics, log_training
@@ -31,7 +32,8 @@ def train_and_evaluate(
     decision_epochs: Collection[int] = (), stop: threading.Event | None = None,
 ) -> dict[str, float]:
     """One seed of one config in the active MLflow run: its random walks
-    (when it uses them), :func:`train_in_run`, then the best model's
+    (when it uses them) and HeaRT's negatives (when it is scored on them:
+    :func:`heart_stage`), :func:`train_in_run`, then the best model's
     ``final_*`` metrics, logged and returned, and the best model as the
     run's MLflow ``model``. The training worker writes both where it
     trained, on its GPU or CPU threads, before it ends (see
@@ -40,22 +42,37 @@ def train_and_evaluate(
     config.validate_graph(dataset.meta.num_nodes, dataset.meta.categories)
     cache_root = location(dataset.directory).parent  # walks are cached beside their splits
     walks = augment(dataset, config, cache_root) if config.uses_random_walk else None
+    heart = heart_stage(dataset, config, workers.cpus_per_worker)
     with run_checkpoints(checkpoints) as storage:
         train_in_run(dataset, walks, config, workers, storage, max_failures, callbacks,
-                     decision_epochs, export=True, stop=stop)
+                     decision_epochs, export=True, stop=stop, heart=heart)
         return log_final(storage)
+
+
+def heart_stage(dataset: DatasetArtifact, config: PLNLPConfig, cpus: int = 1,
+                cache_root: "Location | None" = None) -> HeartArtifact | None:
+    """HeaRT's negatives for ``config`` (``None`` when ``heart_negatives`` is
+    0), cached under ``cache_root`` (default: beside ``dataset``'s splits):
+    built by the first run or sweep that asks, with ``cpus`` CPUs, and
+    reused by the rest."""
+    if not config.heart_negatives:
+        return None
+    root = cache_root or location(dataset.directory).parent
+    return heart_negatives(dataset, config.heart_negatives, root.uri, cpus)
 
 
 def evaluate_and_log_model(
     dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig,
-    directory: "str | Path | Location",
+    directory: "str | Path | Location", heart: HeartArtifact | None = None,
 ) -> dict[str, float]:
     """The ``final_*`` metrics and the MLflow ``model`` of the checkpoint
     ``trained`` alone (a training whose worker did not export, as the
     kubeflow pipeline's), logged to the active run: one Ray task evaluates
     it and writes its scorer into ``directory`` (storage the driver sees),
-    reading the split and the checkpoint once. Returns the metrics."""
-    ray.get(evaluate_and_export.remote(dataset, trained, config, location(directory).uri))
+    reading the split and the checkpoint once; with ``heart``, scored on
+    HeaRT's negatives too. Returns the metrics."""
+    ray.get(evaluate_and_export.remote(dataset, trained, config, location(directory).uri,
+                                       heart))
     return log_final(directory)
 
 
@@ -88,15 +105,17 @@ def train_in_run(
     workers: WorkerGroup, storage: Location, max_failures: int = 3,
     callbacks: list[ray.train.UserCallback] = (), decision_epochs: Collection[int] = (),
     export: bool = False, stop: threading.Event | None = None,
+    heart: HeartArtifact | None = None,
 ) -> TrainArtifact:
     """Trains ``config`` in the active MLflow run, which records every
     epoch, the best epoch, the timings, the best checkpoint and the learning
     curve. Training checkpoints go to ``storage`` (see
     :func:`run_checkpoints`); with ``export``, the final metrics and the
-    scorer too (see :func:`log_final`). ``callbacks`` see Train's reports (a
-    sweep trial's :class:`components.sweep.reporter.SweepReporter`, with its
-    scheduler's ``decision_epochs``). The first training of this process
-    also logs where its start-up went (``startup_*_s``, see
+    scorer too (see :func:`log_final`), scored on ``heart``'s negatives too.
+    ``callbacks`` see Train's reports (a sweep trial's
+    :class:`components.sweep.reporter.SweepReporter`, with its scheduler's
+    ``decision_epochs``). The first training of this process also logs
+    where its start-up went (``startup_*_s``, see
     :mod:`components.training.startup`). With ``stop`` (a sweep trial of
     one worker), it trains in this process, without a Train worker group
     (see :func:`components.train.train`). The caller has checked ``config``
@@ -104,7 +123,7 @@ def train_in_run(
     run_id = mlflow.active_run().info.run_id
     start = time.perf_counter()
     trained = train(dataset, walks, config, storage, workers, mlflow.get_tracking_uri(),
-                    run_id, max_failures, callbacks, decision_epochs, export, stop)
+                    run_id, max_failures, callbacks, decision_epochs, export, stop, heart)
     log_metrics({"best_epoch": trained.best_epoch,
                  "train_stage_seconds": time.perf_counter() - start,
                  "fit_seconds": trained.fit_seconds, **first_startup(trained)})

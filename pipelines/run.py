@@ -36,7 +36,7 @@ def pipeline(plan: RunPlan) -> dict[str, float]:
         log_validation_curves,
         summary_metrics,
     )
-    from components.train_and_evaluate import train_and_evaluate
+    from components.train_and_evaluate import heart_stage, train_and_evaluate
     from components.training.checkpoints import checkpoint_root
     from components.training.startup import mark
     from pipelines.runtime.load_stage import load_stage
@@ -51,8 +51,9 @@ def pipeline(plan: RunPlan) -> dict[str, float]:
     if plan.model != "plnlp":
         # scipy's sparse products run on CPUs alone: as many as a worker holds
         cpus = request.workers.cpus_per_worker
+        heart = heart_stage(dataset, plan.config, cpus)
         final = ray.get(evaluate_heuristic.options(num_cpus=cpus).remote(
-            dataset, plan.model.split(":")[1], plan.config))
+            dataset, plan.model.split(":")[1], plan.config, heart))
         log_metrics(final)
         return final
     checkpoints = checkpoint_root(request.work_dir)

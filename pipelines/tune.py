@@ -68,6 +68,7 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
     from components.recording.tracking import log_config, log_text
     from components.storage.location import location
     from components.sweep.trial import SweepTrial
+    from components.train_and_evaluate import heart_stage
     from components.training.checkpoints import checkpoint_root
     from pipelines.runtime.load_stage import load_stage
 
@@ -76,6 +77,7 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
         log_config(space.base, space.describe(), exclude=space.searched)
         log_text(request.space.read_text(), "search_space.yaml")
     dataset = load_stage(source, request.graph, request.data_root, request.work_dir)
+    heart_stage(dataset, space.base, space.resources.cpus_per_worker)  # once, before the trials
     options = {"tracking_uri": mlflow.get_tracking_uri(), "metric": space.metric,
                "checkpoints": checkpoint_root(request.work_dir).uri,
                "max_failures": request.max_failures, "parent_run_id": parent.run_id,

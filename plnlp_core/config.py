@@ -101,6 +101,7 @@ class PLNLPConfig:
     eval_every: int = 1
     eval_batch_size: int = 262144
     select_best: str = "first"
+    heart_negatives: int = 0  # 0: no HeaRT evaluation of the final model
     checkpoint_every: int = 10
     seed: int = 0
 
@@ -135,13 +136,13 @@ class PLNLPConfig:
 
     def shaping_settings(self, heuristic: bool = False,
                          open_choices: Collection[str] = ()) -> dict[str, object]:
-        """The settings that shape a run of this config: a heuristic's graph
-        (:data:`GRAPH_SETTINGS`), or for PLNLP every setting but those of the
+        """The settings that shape a run of this config: a heuristic's graph and evaluation
+        (:data:`HEURISTIC_SETTINGS`), or for PLNLP every setting but those of the
         parts the config leaves out (:data:`PARTS`). A part stays when one
         of its choices is in ``open_choices`` (the settings a sweep
         searches, which each trial chooses)."""
         if heuristic:
-            return {key: getattr(self, key) for key in GRAPH_SETTINGS}
+            return {key: getattr(self, key) for key in HEURISTIC_SETTINGS}
         unused = {key for part in PARTS if part.left_out(self)
                   and not set(part.choices) & set(open_choices) for key in part.settings}
         return {key: value for key, value in self.to_dict().items() if key not in unused}
@@ -183,6 +184,12 @@ class PLNLPConfig:
         for key in ("lr", "l2", "generator_lr"):
             if getattr(self, key) < 0 or (key != "l2" and getattr(self, key) == 0):
                 raise PLNLPError(f"{key} must be positive, got {getattr(self, key)}.")
+        if self.heart_negatives < 0 or self.heart_negatives % 2:
+            raise PLNLPError(
+                f"heart_negatives must be 0 (off) or an even number of hard negatives per "
+                f"positive, half replacing each endpoint (HeaRT uses 500), got "
+                f"{self.heart_negatives}."
+            )
         if self.walk_length < 0:
             raise PLNLPError(f"walk_length must be 0 (off) or positive, got {self.walk_length}.")
         if not self.uses_random_walk and (self.walk_rounds > 1 or self.walk_positives == "walks"):
@@ -336,8 +343,11 @@ NCN_SETTINGS = {key: EDGE_LEVEL_SETTINGS[key] for key in EDGE_LEVEL_SETTINGS
 
 
 GRAPH_SETTINGS = ("dataset", "valid_as_input", "min_train_year")
-"""The settings of the observed graph a model starts from: all that a
-heuristic reads."""
+"""The settings of the observed graph a model starts from."""
+
+HEURISTIC_SETTINGS = (*GRAPH_SETTINGS, "heart_negatives")
+"""All that a heuristic's run reads: its graph, and whether it is scored on
+HeaRT's negatives too."""
 
 LAYERLESS_PREDICTORS = ("dot", "bilinear")
 """Node-level predictors without hidden layers, which ignore the

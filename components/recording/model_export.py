@@ -18,9 +18,10 @@ from mlflow.types.schema import AnyType
 
 import components.recording.served_model
 import plnlp_core
-from components.artifacts import DatasetArtifact, TrainArtifact
+from components.artifacts import DatasetArtifact, HeartArtifact, TrainArtifact
 from components.evaluate import load_trained
 from components.final_export import finish
+from components.heart import read_heart_negatives
 from components.scheduling import ANYWHERE
 from components.storage.parquet_io import read_node_ids
 from components.storage.stage_cache import local_entry
@@ -42,14 +43,17 @@ The price: MLflow reads no ``text/csv`` request against an ``any`` column
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
 def evaluate_and_export(
     dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig, directory: str,
+    heart: HeartArtifact | None = None,
 ) -> None:
     """The best checkpoint's ``final_*`` metrics (the evaluate stage) and
     its :class:`LinkScorer`, from one reading of the split and the
     checkpoint, written into ``directory`` (storage the driver sees) by
-    :func:`components.final_export.finish`."""
+    :func:`components.final_export.finish`; with ``heart``, HeaRT's metrics
+    too."""
     split, model, adj = load_trained(dataset, trained, config)
     node_ids = read_node_ids(local_entry(dataset.directory), dataset.meta.num_nodes)
-    finish(model, split, adj, config, node_ids, directory)
+    finish(model, split, adj, config, node_ids, directory,
+           heart_negatives=None if heart is None else read_heart_negatives(heart))
 
 
 def logged_model_uri(run_id: str) -> str | None:

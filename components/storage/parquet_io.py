@@ -45,6 +45,17 @@ def optional_column(table: pa.Table, name: str) -> Tensor | None:
     return column(table, name) if name in table.column_names else None
 
 
+def fixed_size_rows(matrix: Tensor) -> pa.FixedSizeListArray:
+    """The rows of ``matrix`` (``[M, K]``) as one Arrow list of ``K`` values each."""
+    return pa.FixedSizeListArray.from_arrays(pa.array(matrix.numpy().reshape(-1)), matrix.size(1))
+
+
+def rows_tensor(rows: pa.ChunkedArray) -> Tensor:
+    """What :func:`fixed_size_rows` wrote, as an ``[M, K]`` tensor."""
+    rows = rows.combine_chunks()
+    return writable_tensor(np.asarray(rows.flatten())).view(len(rows), rows.type.list_size)
+
+
 def write_split(split: LinkSplit, directory: Path) -> DatasetMeta:
     """Writes ``split`` under ``directory``; returns what ``meta.json`` holds."""
     pq.write_table(
@@ -58,9 +69,8 @@ def write_split(split: LinkSplit, directory: Path) -> DatasetMeta:
     for name in PAIR_TABLES[1:]:
         pq.write_table(pairs_table(getattr(split, name)), directory / f"{name}.parquet")
     if split.x is not None:
-        features = pa.FixedSizeListArray.from_arrays(
-            pa.array(split.x.numpy().reshape(-1)), split.x.size(1))
-        pq.write_table(pa.table({"x": features}), directory / "node_features.parquet")
+        pq.write_table(pa.table({"x": fixed_size_rows(split.x)}),
+                       directory / "node_features.parquet")
     meta = DatasetMeta(
         dataset=split.info.name, num_nodes=split.num_nodes, directed=split.info.directed,
         feature_dim=0 if split.x is None else split.x.size(1), metric=split.info.metric,
@@ -78,8 +88,7 @@ def read_split(directory: Path) -> LinkSplit:
     train = pq.read_table(directory / "train.parquet")
     x = None
     if meta.feature_dim:
-        flat = pq.read_table(directory / "node_features.parquet").column("x").combine_chunks()
-        x = writable_tensor(np.asarray(flat.flatten())).view(meta.num_nodes, -1)
+        x = rows_tensor(pq.read_table(directory / "node_features.parquet").column("x"))
     valid = pq.read_table(directory / "valid_pos.parquet")
     return LinkSplit(
         info=meta.dataset_info(), num_nodes=meta.num_nodes, x=x,

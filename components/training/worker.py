@@ -9,6 +9,7 @@ import ray.train
 import torch.distributed as dist
 
 from components.final_export import export_best
+from components.heart import read_heart_negatives
 from components.storage.location import location
 from components.storage.parquet_io import read_node_ids, read_split
 from components.storage.stage_cache import local_entry
@@ -44,7 +45,8 @@ def train_with(loop_config: dict, session: "RayTrainSession | TrialSession") -> 
     needs the whole graph for message passing anyway, and its share of the
     positives is then a slice, with no Ray Data pipeline to start. With
     ``loop_config["export_dir"]``, rank 0 then writes the final metrics and
-    the best model's scorer there (see :mod:`components.final_export`)."""
+    the best model's scorer there (see :mod:`components.final_export`),
+    scored on HeaRT's negatives too with ``loop_config["heart"]``."""
     startup: dict[str, float] = {}
     mark("workers", startup)
     config = PLNLPConfig.from_mapping(loop_config["config"])
@@ -76,9 +78,11 @@ def train_with(loop_config: dict, session: "RayTrainSession | TrialSession") -> 
     result = run_experiment(experiment, on_epoch=reporter, resume=resume)
     export_dir = loop_config.get("export_dir")
     if rank == 0 and export_dir is not None:
+        heart = loop_config.get("heart")
         export_best(experiment.model, result.best_state, result.best_metrics, split,
                     experiment.graph.adj, config,
-                    read_node_ids(dataset_dir, split.num_nodes), location(export_dir))
+                    read_node_ids(dataset_dir, split.num_nodes), location(export_dir),
+                    None if heart is None else read_heart_negatives(heart))
 
 
 def quiet_ray_logs() -> None:

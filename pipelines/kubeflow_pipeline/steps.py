@@ -18,7 +18,12 @@ from components.augment import augment
 from components.recording.tracking import log_config, log_graph
 from components.storage.location import Location, local_copy
 from components.storage.stage_cache import local_entry, stage_cache_root
-from components.train_and_evaluate import evaluate_and_log_model, run_checkpoints, train_in_run
+from components.train_and_evaluate import (
+    evaluate_and_log_model,
+    heart_stage,
+    run_checkpoints,
+    train_in_run,
+)
 from components.training.checkpoints import checkpoint_root
 from pipelines.kubeflow_pipeline.step_request import step_request
 from pipelines.planning.request import RunRequest
@@ -94,13 +99,15 @@ def train_step(
 def evaluate_step(splits: str, model: str, run_id: str, experiment: str) -> dict[str, float]:
     """The ``final_*`` metrics and the MLflow ``model`` of the checkpoint in
     ``model`` (with its ``config.yaml``), logged to the MLflow run
-    ``run_id``, which then ends FINISHED."""
+    ``run_id``, which then ends FINISHED; HeaRT's too when the config asks
+    (its negatives built in, or reused from, this machine's stage cache)."""
     config = PLNLPConfig.from_mapping(yaml.safe_load((Path(model) / CONFIG_FILE).read_text()))
     start(step_request(config.dataset), lambda: config)
     dataset = split_artifact(splits)
 
     def job(work: Location) -> dict[str, float]:
-        return evaluate_and_log_model(dataset, TrainArtifact(model, 0, {}), config, work)
+        return evaluate_and_log_model(dataset, TrainArtifact(model, 0, {}), config, work,
+                                      heart_stage(dataset, config, cache_root=stage_cache_root()))
 
     _, final = _finished(execute(experiment or f"plnlp-{config.dataset}", "", None, job, run_id))
     return final

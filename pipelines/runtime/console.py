@@ -147,10 +147,14 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
     startup = describe_startup(metrics)
     if startup is not None:
         lines.append(f"  start          {startup}")
-    for split in ("valid", "test"):
-        shown = [f"{key.split(f'final_{split}_')[1]} {value:.4f}"
-                 for key, value in sorted(final.items()) if key.startswith(f"final_{split}_")]
-        lines.append(f"  final {split:5}    " + "  ".join(shown))
+    for protocol, prefix in (("final", "final_{}_"), ("HeaRT", "final_{}_heart_")):
+        for split in ("valid", "test"):
+            shown = [f"{key.removeprefix(prefix.format(split))} {value:.4f}"
+                     for key, value in sorted(final.items())
+                     if key.startswith(prefix.format(split))
+                     and (protocol == "HeaRT" or "_heart_" not in key)]
+            if shown:
+                lines.append(f"  {protocol} {split:5}    " + "  ".join(shown))
     lines.append(f"  MLflow run     {run_id} in {uri}")
     if logged_model_uri(run_id) is not None:
         lines.append(f"  use the model  python pipelines/predict.py --model runs:/{run_id}/model "

@@ -42,10 +42,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from plnlp_core.scoring.heuristics import adjacency
+from plnlp_core.data.datasets import LinkSplit
+from plnlp_core.scoring.heuristics import DENSE_ENTRIES, adjacency
 
-DENSE_ENTRIES = 2**26
-"""Largest :math:`N^2` for which the training graph is held dense (256 MB)."""
 CHUNK_ENTRIES = 2**22
 """Anchor-by-node scores held at once by default (16 MB a matrix)."""
 
@@ -93,6 +92,18 @@ def hard_negatives(
         for chunk in anchors.split(size)
     ])
     return per_anchor[inverse.view(-1, 2)].flatten(1)
+
+
+def split_hard_negatives(split: LinkSplit, num_negatives: int = 500,
+                         seed: int = 0) -> dict[str, Tensor]:
+    """:func:`hard_negatives` of the ``valid`` and the ``test`` positives of
+    ``split``, on its training graph (and node features), keyed by part. One
+    call scores each endpoint once for both parts: with every known edge
+    excluded, an endpoint's negatives are the same in either."""
+    valid, test = split.valid_pos, split.test_pos
+    negatives = hard_negatives(split.train_pos, split.num_nodes, torch.cat([valid, test]),
+                               num_negatives, x=split.x, seed=seed)
+    return dict(zip(("valid", "test"), negatives.split([len(valid), len(test)]), strict=True))
 
 
 def hard_negative_pairs(pos: Tensor, negatives: Tensor) -> Tensor:

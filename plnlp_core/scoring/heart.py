@@ -14,11 +14,12 @@ the mean of the optimistic and the pessimistic rank. Keys start with
 ``heart_`` (``heart_mrr``, ``heart_hits_20``): they are not OGB's metrics,
 whose negatives are shared by all positives.
 """
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import torch
 from torch import Tensor
 
+from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.scoring.hard_negatives import hard_negative_pairs
 
 HITS_K = (1, 3, 10, 20, 50, 100)
@@ -58,3 +59,17 @@ def heart_evaluate(scorer: Callable[[Tensor], Tensor], pos: Tensor, negatives: T
         pos_score.append(scorer(p).reshape(-1).cpu())
         neg_score.append(scorer(hard_negative_pairs(p, n).view(-1, 2)).view(len(p), -1).cpu())
     return heart_metrics(torch.cat(pos_score), torch.cat(neg_score), hits_k)
+
+
+def heart_split_metrics(scorer: Callable[[Tensor], Tensor], split: LinkSplit,
+                        negatives: Mapping[str, Tensor],
+                        batch_size: int = 2**16) -> dict[str, float]:
+    """:func:`heart_evaluate` of ``scorer`` on the positives of each part of
+    ``split`` that ``negatives`` has (``valid``, ``test``: see
+    :func:`~plnlp_core.scoring.hard_negatives.split_hard_negatives`), keyed
+    ``<part>_heart_<metric>`` (``test_heart_mrr``), beside OGB's
+    ``test_mrr``."""
+    return {f"{part}_{key}": value
+            for part, part_negatives in negatives.items()
+            for key, value in heart_evaluate(scorer, getattr(split, f"{part}_pos"),
+                                             part_negatives, batch_size).items()}

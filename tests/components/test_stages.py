@@ -8,7 +8,9 @@ import torch
 
 from components.artifacts import DatasetMeta
 from components.augment import augment
+from components.evaluate import evaluate_heuristic
 from components.final_export import SCORER_DIR, read_final
+from components.heart import heart_negatives, read_heart_negatives
 from components.load import load_dataset
 from components.recording.model_export import evaluate_and_export
 from components.storage.parquet_io import read_split
@@ -16,6 +18,9 @@ from components.train import train
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.data.ogb_reader import load_ogb
+from plnlp_core.scoring.hard_negatives import split_hard_negatives
+from plnlp_core.scoring.heart import heart_split_metrics
+from plnlp_core.scoring.heuristics import adjacency, heuristic_scorer
 from plnlp_core.scoring.link_scorer import LinkScorer
 
 pytestmark = pytest.mark.slow
@@ -60,13 +65,40 @@ def test_augment_writes_walk_rounds_of_pairs_weighted_one_over_step(loaded, tmp_
                                           table.column("dst").to_pylist(), strict=True))
 
 
+def test_heart_builds_the_split_s_negatives_once_and_scores_a_heuristic_on_them(
+    loaded, tmp_path, capsys,
+):
+    heart = heart_negatives(loaded, 12, str(tmp_path / "cache"))
+    assert "building heart output" in capsys.readouterr().out
+    assert heart_negatives(loaded, 12, str(tmp_path / "cache")) == heart
+    assert "reusing cached heart output" in capsys.readouterr().out
+    negatives = read_heart_negatives(heart)
+    split = read_split(Path(loaded.directory))
+    expected = split_hard_negatives(split, 12)
+    assert negatives.keys() == expected.keys()
+    for part, part_negatives in negatives.items():
+        assert part_negatives.dtype == torch.long and torch.equal(part_negatives, expected[part])
+    final = ray.get(evaluate_heuristic.remote(loaded, "ra", TINY, heart))
+    scorer = heuristic_scorer("ra", adjacency(split.train_pos, split.num_nodes))
+    heart_keys = {f"final_{key}": value
+                  for key, value in heart_split_metrics(scorer, split, expected).items()}
+    assert {key: final[key] for key in heart_keys} == heart_keys
+    assert "final_test_hits_20" in final and "final_test_heart_hits_20" in final
+
+
 def test_the_worker_exports_what_evaluating_its_best_checkpoint_gives(loaded, tmp_path):
-    trained = train(loaded, None, TINY, str(tmp_path / "work"), export=True)
+    heart = heart_negatives(loaded, 10, str(tmp_path / "cache"))
+    trained = train(loaded, None, TINY, str(tmp_path / "work"), export=True, heart=heart)
     assert trained.best_epoch in (1, 2)
     assert [row["epoch"] for row in trained.history] == [1, 2]
     exported, _ = read_final(tmp_path / "work")
-    assert exported == {f"final_{key}": value for key, value in trained.best_metrics.items()}
-    ray.get(evaluate_and_export.remote(loaded, trained, TINY, str(tmp_path / "task")))
+    heart_keys = {f"final_{part}_heart_{metric}" for part in ("valid", "test")
+                  for metric in ("mrr", "hits_1", "hits_3", "hits_10", "hits_20", "hits_50",
+                                 "hits_100")}
+    assert {key: value for key, value in exported.items() if key not in heart_keys} == {
+        f"final_{key}": value for key, value in trained.best_metrics.items()}
+    assert heart_keys <= set(exported)
+    ray.get(evaluate_and_export.remote(loaded, trained, TINY, str(tmp_path / "task"), heart))
     evaluated, _ = read_final(tmp_path / "task")
     assert set(evaluated) == set(exported)
     for key, value in exported.items():

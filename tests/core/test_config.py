@@ -89,6 +89,12 @@ def test_validate_refuses_negative_walk_length():
     assert "walk_length" in refusal(walk_length=-1)
 
 
+@pytest.mark.parametrize("value", [-2, 3])
+def test_validate_refuses_heart_negatives_that_are_odd_or_negative(value):
+    assert "heart_negatives must be 0 (off) or an even number" in refusal(heart_negatives=value)
+    PLNLPConfig(heart_negatives=500).validate()
+
+
 def test_validate_refuses_raw_margins_without_weights_on_ddi():
     message = refusal(loss="weighted_hinge_auc", walk_length=0, edge_margin="raw")
     assert "weighted_hinge_auc" in message and "edge_margin=normalized" in message
@@ -138,10 +144,12 @@ def test_to_dict_round_trips_through_from_mapping():
     assert PLNLPConfig.from_mapping(config.to_dict()) == config
 
 
-def test_a_heuristic_is_shaped_by_its_graph_settings_alone():
-    config = PLNLPConfig(dataset="collab", embedding_dim=512, epochs=500, valid_as_input=True)
+def test_a_heuristic_is_shaped_by_its_graph_and_its_evaluation_alone():
+    config = PLNLPConfig(dataset="collab", embedding_dim=512, epochs=500, valid_as_input=True,
+                         heart_negatives=100)
     assert config.shaping_settings(heuristic=True) == {
-        "dataset": "collab", "valid_as_input": True, "min_train_year": None}
+        "dataset": "collab", "valid_as_input": True, "min_train_year": None,
+        "heart_negatives": 100}
 
 
 def test_plnlp_is_shaped_by_every_setting_of_the_parts_it_uses():

@@ -11,6 +11,7 @@ from plnlp_core.scoring.hard_negatives import (
     _pagerank,
     hard_negative_pairs,
     hard_negatives,
+    split_hard_negatives,
 )
 from plnlp_core.scoring.heuristics import adjacency
 
@@ -126,3 +127,15 @@ def test_pagerank_converges_to_the_closed_form():
     exact = 0.15 * np.linalg.inv(np.eye(30) - 0.85 * walk)
     np.testing.assert_allclose(_pagerank(graph, anchors, 0.15, 200).numpy(), exact[[0, 7, 29]],
                                atol=1e-5)
+
+
+def test_a_split_s_negatives_are_those_of_both_parts_at_once(ddi_standin_split):
+    split = ddi_standin_split
+    parts = split_hard_negatives(split, num_negatives=8, seed=3)
+    both = hard_negatives(split.train_pos, split.num_nodes,
+                          torch.cat([split.valid_pos, split.test_pos]), 8, seed=3)
+    assert torch.equal(torch.cat([parts["valid"], parts["test"]]), both)
+    known = {tuple(e) for e in torch.cat([split.train_pos, split.valid_pos,
+                                          split.test_pos]).tolist()}
+    pairs = hard_negative_pairs(split.test_pos, parts["test"]).view(-1, 2).tolist()
+    assert not any((a, b) in known or (b, a) in known for a, b in pairs)

@@ -6,7 +6,14 @@ import math
 import pytest
 import torch
 
-from plnlp_core.scoring.heart import HITS_K, heart_evaluate, heart_metrics, heart_ranks
+from plnlp_core.scoring.hard_negatives import split_hard_negatives
+from plnlp_core.scoring.heart import (
+    HITS_K,
+    heart_evaluate,
+    heart_metrics,
+    heart_ranks,
+    heart_split_metrics,
+)
 
 
 def test_ranks_and_metrics_on_a_hand_computed_example_with_ties():
@@ -59,3 +66,19 @@ def test_evaluate_scores_each_positive_against_its_own_pairs_in_any_chunking():
     assert heart_evaluate(closeness, pos, negatives) == expected
     assert heart_evaluate(closeness, pos, negatives, batch_size=1) == expected
     assert expected["heart_mrr"] == pytest.approx((1 / 1 + 1 / 3 + 1 / 1.5) / 3)
+
+
+def test_split_metrics_rank_each_part_against_its_own_negatives(ddi_standin_split):
+    split = ddi_standin_split
+    negatives = split_hard_negatives(split, num_negatives=6)
+    assert {part: tuple(n.shape) for part, n in negatives.items()} == {
+        "valid": (len(split.valid_pos), 6), "test": (len(split.test_pos), 6)}
+
+    def scorer(pairs: torch.Tensor) -> torch.Tensor:
+        return (pairs[:, 0] * 7 + pairs[:, 1]).float().sin()
+
+    metrics = heart_split_metrics(scorer, split, negatives)
+    assert set(metrics) == {f"{part}_{key}" for part in ("valid", "test")
+                            for key in heart_metrics(torch.rand(1), torch.rand(1, 2))}
+    assert metrics["test_heart_mrr"] == heart_evaluate(
+        scorer, split.test_pos, negatives["test"])["heart_mrr"]

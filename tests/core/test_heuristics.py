@@ -8,7 +8,14 @@ import torch
 
 from plnlp_core.data.own_graph import load_own_graph
 from plnlp_core.errors import PLNLPError
-from plnlp_core.scoring.heuristics import HEURISTICS, adjacency, heuristic_metrics, heuristic_scores
+import plnlp_core.scoring.heuristics as heuristics
+from plnlp_core.scoring.heuristics import (
+    HEURISTICS,
+    adjacency,
+    heuristic_metrics,
+    heuristic_scorer,
+    heuristic_scores,
+)
 
 NETWORKX = {
     "cn": lambda graph, pairs: [len(list(nx.common_neighbors(graph, u, v))) for u, v in pairs],
@@ -30,6 +37,16 @@ def test_heuristics_equal_networkx(name):
     expected = NETWORKX[name](graph, [tuple(p) for p in pairs.tolist()])
     np.testing.assert_allclose(scores.numpy(), expected, rtol=1e-6)
     assert scores.dtype == torch.float32 and (scores > 0).any()
+
+
+@pytest.mark.parametrize("name", ["cn", "aa", "ra"])
+def test_the_dense_table_scores_as_the_sparse_gathers(name, monkeypatch):
+    adj = adjacency(torch.tensor(list(nx.gnm_random_graph(50, 300, seed=1).edges())), 50)
+    pairs = torch.randint(50, (400, 2), generator=torch.Generator().manual_seed(1))
+    dense = heuristic_scorer(name, adj)(pairs)
+    monkeypatch.setattr(heuristics, "DENSE_ENTRIES", 50 * 50 - 1)  # now too large to hold dense
+    torch.testing.assert_close(dense, heuristic_scorer(name, adj, batch_size=64)(pairs))
+    torch.testing.assert_close(dense, heuristic_scores(name, adj, pairs))
 
 
 def test_the_registry_names_the_three_heuristics():

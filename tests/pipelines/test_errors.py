@@ -112,6 +112,9 @@ ENTRIES: dict[str, Entry] = {
     "dropout-range": settings("dropout must be in [0, 1), got 1.5."),
     "lr-not-positive": settings("lr must be positive, got 0.0."),
     "walk-length-negative": settings("walk_length must be 0 (off) or positive, got -1."),
+    "heart-negatives-odd": settings("heart_negatives must be 0 (off) or an even number of hard "
+                                    "negatives per positive, half replacing each endpoint "
+                                    "(HeaRT uses 500), got 5."),
     "walk-settings-without-walks": settings("walk_rounds and walk_positives=walks need random "
                                             "walks; set walk_length to a positive length"),
     "features-missing": settings("node_input 'both' needs node features, and ogbl-ddi has none; "
@@ -478,6 +481,7 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
     "dropout-range": lambda _: ["--dataset", "ddi", "--set", "dropout=1.5"],
     "lr-not-positive": lambda _: ["--dataset", "ddi", "--set", "lr=0"],
     "walk-length-negative": lambda _: ["--dataset", "ddi", "--set", "walk_length=-1"],
+    "heart-negatives-odd": lambda _: ["--dataset", "ddi", "--set", "heart_negatives=5"],
     "walk-settings-without-walks": lambda _: ["--dataset", "ddi", "--set", "walk_rounds=3"],
     "features-missing": lambda _: ["--dataset", "ddi", "--set", "node_input=both"],
     "symmetric-predictor-directed": lambda _: ["--dataset", "citation2", "--set", "predictor=dot",

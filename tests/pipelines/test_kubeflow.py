@@ -126,7 +126,7 @@ def test_pipeline_runs_locally_on_the_ddi_standin_into_one_finished_mlflow_run(
     outputs = tmp_path / "kfp"
     argv = ["--run-local", "--dataset", "ddi", "--preset", "smoke", "--data-root",
             str(standin_root), "--pipeline-root", str(outputs), "--set", "walk_length=3",
-            "--set", "loss=weighted_hinge_auc", *TINY]
+            "--set", "loss=weighted_hinge_auc", "--set", "heart_negatives=8", *TINY]
     assert main(argv) == 0
     client = MlflowClient(mlflow_store)
     runs = client.search_runs([client.get_experiment_by_name("plnlp-ddi").experiment_id])
@@ -147,7 +147,8 @@ def test_pipeline_runs_locally_on_the_ddi_standin_into_one_finished_mlflow_run(
     output = json.loads((run_dir / "evaluate" / "executor_output.json").read_text())
     (metrics,) = output["artifacts"]["metrics"]["artifacts"]
     finals = {k: v for k, v in run_metrics(run_.data.metrics).items() if k.startswith("final_")}
-    assert metrics["metadata"] == pytest.approx(finals) and len(finals) == 6
+    assert metrics["metadata"] == pytest.approx(finals) and len(finals) == 6 + 14  # OGB, HeaRT
+    assert 1 / 9 <= finals["final_test_heart_mrr"] <= 1.0
     assert f"final_test_hits_20 {finals['final_test_hits_20']:.4f}" in capsys.readouterr().out
 
 

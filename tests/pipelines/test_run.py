@@ -94,9 +94,30 @@ def test_a_heuristic_run_logs_its_preset_and_graph_not_the_neural_settings(
     assert main(argv) == 0
     client, run, _ = only_run(mlflow_store, "cn")
     assert run.data.params == {"model": "heuristic:cn", "preset": "paper", "dataset": "ddi",
-                               "valid_as_input": "False", "min_train_year": "null"}
+                               "valid_as_input": "False", "min_train_year": "null",
+                               "heart_negatives": "0"}
     config = client.download_artifacts(run.info.run_id, "config.yaml")
     assert "embedding_dim: 512" in Path(config).read_text()  # the resolved config, whole
+
+
+def test_heart_negatives_are_built_once_and_score_a_model_and_a_heuristic_beside_ogb(
+    ray_session, mlflow_store, standin_root, capsys,
+):
+    common = ["--dataset", "ddi", "--data-root", str(standin_root), "--set", "heart_negatives=16"]
+    assert main([*common, "--preset", "smoke", "--experiment", "heart-model", *STANDIN]) == 0
+    model_out = capsys.readouterr().out
+    assert main([*common, "--model", "heuristic:ra", "--experiment", "heart-ra"]) == 0
+    heuristic_out = capsys.readouterr().out
+    assert "reusing cached heart output" in heuristic_out
+    assert "building heart output" not in heuristic_out
+    assert "HeaRT test" in model_out and "HeaRT test" in heuristic_out
+    for experiment in ("heart-model", "heart-ra"):
+        _, run, _ = only_run(mlflow_store, experiment)
+        assert run.data.params["heart_negatives"] == "16"
+        for split in ("valid", "test"):
+            assert 1 / 17 <= run.data.metrics[f"final/{split}_heart_mrr"] <= 1.0
+            assert 0.0 <= run.data.metrics[f"final/{split}_heart_hits_3"] <= 1.0
+            assert 0.0 <= run.data.metrics[f"final/{split}_hits_20"] <= 1.0  # OGB's, beside
 
 
 def test_standin_pipeline_with_two_ddp_workers_finishes(ray_session, mlflow_store, standin_root):

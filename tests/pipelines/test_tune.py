@@ -145,18 +145,20 @@ def test_asha_stops_weak_trials_and_mlflow_records_the_sweep(
 
 
 @pytest.mark.slow
-def test_optuna_searches_the_space(
-    ray_session, server_store, standin_root, tmp_path,
+def test_optuna_searches_the_space_and_scores_trials_on_heart_negatives_built_once(
+    ray_session, server_store, standin_root, tmp_path, capsys,
 ):
     from pipelines.tune import main
 
     space = write_space(tmp_path, OPTUNA_SPACE)
     argv = ["--dataset", "ddi", "--space", str(space), "--data-root", str(standin_root),
-            "--experiment", "optuna", *TINY, "--set", "epochs=1"]
+            "--experiment", "optuna", *TINY, "--set", "epochs=1", "--set", "heart_negatives=14"]
     assert main(argv) == 0
+    assert capsys.readouterr().out.count("building heart output") == 1  # before the trials
     parent, children = sweep_runs(server_store, "optuna")
     assert parent.data.params["search"] == "optuna" and len(children) == 2
     assert all(c.info.status == "FINISHED" for c in children)
+    assert all(0.0 < c.data.metrics["final/test_heart_mrr"] <= 1.0 for c in children)
     lrs = [float(c.data.params["lr"]) for c in children]
     assert all(0.001 <= lr <= 0.05 for lr in lrs) and lrs[0] != lrs[1]
 
