@@ -150,7 +150,7 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
     for protocol, prefix in (("final", "final_{}_"), ("HeaRT", "final_{}_heart_")):
         for split in ("valid", "test"):
             shown = [f"{key.removeprefix(prefix.format(split))} {value:.4f}"
-                     for key, value in sorted(final.items())
+                     for key, value in sorted(final.items(), key=_natural_order)
                      if key.startswith(prefix.format(split))
                      and (protocol == "HeaRT" or "_heart_" not in key)]
             if shown:
@@ -166,3 +166,9 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
         lines.append(f"  see it with    mlflow ui --backend-store-uri {uri}  "
                      f"then http://127.0.0.1:5000/{page}")
     print("\n".join(lines), flush=True)
+
+
+def _natural_order(item: tuple[str, float]) -> list[str | int]:
+    """Sorts metric names with their numbers as numbers: ``hits_20`` before
+    ``hits_100``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", item[0])]

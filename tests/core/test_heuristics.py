@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 import torch
 
+import plnlp_core.scoring.heuristics as heuristics
 from plnlp_core.data.own_graph import load_own_graph
 from plnlp_core.errors import PLNLPError
-import plnlp_core.scoring.heuristics as heuristics
 from plnlp_core.scoring.heuristics import (
     HEURISTICS,
     adjacency,
