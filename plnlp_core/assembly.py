@@ -33,6 +33,7 @@ def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLP
         config.encoder, node_input.out_channels, config.hidden_channels,
         config.encoder_layers, config.dropout, config.activate_last_layer,
         config.encoder_residual, config.encoder_layer_norm, config.encoder_edge_dropout,
+        config.encoder_initial_residual,
     )
     level_arguments = {
         "node": lambda: {

@@ -52,6 +52,7 @@ class PLNLPConfig:
     encoder_residual: bool = False
     encoder_layer_norm: bool = False
     encoder_edge_dropout: float = 0.0
+    encoder_initial_residual: float = 0.0
     # node or edge level (§4.1's ENE, the NCN form); the edge level's own settings
     # (EDGE_LEVEL_SETTINGS) are refused at the node level, NCN's (NCN_SETTINGS) with predictor mlp
     encoder_level: str = "node"
@@ -203,6 +204,9 @@ class PLNLPConfig:
         return info
 
     def _validate_encoder_options(self) -> None:
+        if self.encoder_initial_residual < 0:
+            raise PLNLPError(f"encoder_initial_residual must be 0 (off) or positive, "
+                             f"got {self.encoder_initial_residual}.")
         for key in ("encoder_layer_norm", "activate_last_layer"):
             if getattr(self, key) and self.encoder in WEIGHT_FREE_ENCODERS:
                 raise PLNLPError(f"{key} acts at the encoder's ReLUs, and encoder "
@@ -294,6 +298,14 @@ class PLNLPConfig:
                 f"must equal hidden_channels ({self.hidden_channels}); set embedding_dim to "
                 f"{self.hidden_channels} with node_input=embedding."
             )
+        if (self.encoder_initial_residual and self.encoder != "none"
+                and input_size != self.hidden_channels):
+            raise PLNLPError(
+                f"encoder_initial_residual adds the node input ({input_size} channels) to every "
+                f"encoder layer's output ({self.hidden_channels}); set embedding_dim to "
+                f"{self.hidden_channels} with node_input=embedding, or leave "
+                "encoder_initial_residual at 0."
+            )
         if self.node_input != "embedding" and info.feature_dim == 0:
             raise PLNLPError(
                 f"node_input {self.node_input!r} needs node features, and {info.ogb_name} has "
@@ -354,7 +366,8 @@ LAYERLESS_PREDICTORS = ("dot", "bilinear")
 ``predictor_hidden``, ``predictor_layers`` and ``predictor_dropout`` settings."""
 
 ENCODER_SETTINGS = ("hidden_channels", "encoder_layers", "dropout", "activate_last_layer",
-                    "encoder_residual", "encoder_layer_norm", "encoder_edge_dropout")
+                    "encoder_residual", "encoder_layer_norm", "encoder_edge_dropout",
+                    "encoder_initial_residual")
 """The settings of the encoder's layers, which ``encoder: none`` has none of."""
 
 

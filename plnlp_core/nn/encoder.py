@@ -39,7 +39,16 @@ class GNNEncoder(nn.Module):
     ``layer_norm`` puts a LayerNorm before each of them (NCN's ``--ln``).
     With ``residual`` each layer whose input and output sizes agree adds its
     input, :math:`\mathbf{h}^{(l)} = \mathbf{h}^{(l-1)} + \sigma(\ldots)`
-    (NCN's ``--res``). The ``"none"`` encoder returns its input, which
+    (NCN's ``--res``). With ``initial_residual`` :math:`\alpha > 0` every
+    layer also adds the node input itself before its activation,
+
+    .. math::
+        \mathbf{h}^{(l)} = \sigma\left(\mathrm{CONV}^{(l)}(\mathbf{h}^{(l-1)})
+        + \alpha\, \mathbf{h}^{(0)}\right),
+
+    so that the trainable embedding reaches the output however deep the
+    stack (Refined-GAE's ``--residual``, Ma et al. 2024: 0.1 on ogbl-ddi).
+    The ``"none"`` encoder returns its input, which
     makes the model matrix factorisation over the node input.
 
     Weight-free layers (``"sum"``, ``"pure_gcn"``) are linear maps of the
@@ -70,6 +79,9 @@ class GNNEncoder(nn.Module):
         layer_norm (bool): A LayerNorm before each ReLU. (default: ``False``)
         edge_dropout (float): The fraction :math:`p` of adjacency entries
             each layer drops in training. (default: ``0.0``)
+        initial_residual (float): The weight :math:`\alpha` of the node
+            input added to every layer's output; its size must be
+            ``hidden_channels``. (default: ``0.0``)
 
     Shapes:
         - **input:** node input :math:`(N, F)`, adjacency :math:`(N, N)`
@@ -80,7 +92,7 @@ class GNNEncoder(nn.Module):
     def __init__(
         self, name: str, in_channels: int, hidden_channels: int, num_layers: int,
         dropout: float = 0.0, activate_last_layer: bool = False, residual: bool = False,
-        layer_norm: bool = False, edge_dropout: float = 0.0,
+        layer_norm: bool = False, edge_dropout: float = 0.0, initial_residual: float = 0.0,
     ) -> None:
         super().__init__()
         self.name = name
@@ -88,6 +100,7 @@ class GNNEncoder(nn.Module):
         self.activate_last_layer = activate_last_layer
         self.residual = residual
         self.edge_dropout = edge_dropout
+        self.initial_residual = initial_residual
         conv = ENCODERS.get(name)
         self.convs = nn.ModuleList()
         self.norms = nn.ModuleList()
@@ -97,6 +110,9 @@ class GNNEncoder(nn.Module):
         if edge_dropout > 0:
             self.stop_caching()  # the graph changes at every pass
         self.weight_free = bool(self.convs) and isinstance(self.convs[0], WeightFreeConv)
+        if initial_residual and self.convs and in_channels != hidden_channels:
+            raise ValueError(f"initial_residual adds the input ({in_channels} channels) to "
+                             f"layers of {hidden_channels}")
         if layer_norm and self.weight_free:
             raise ValueError(f"{name} has no weights and no activation to normalise before")
         if layer_norm:
@@ -117,8 +133,11 @@ class GNNEncoder(nn.Module):
 
     def forward(self, x: Tensor, adj: Tensor) -> Tensor:
         last = len(self.convs) - 1
+        h0 = x
         for i, conv in enumerate(self.convs):
             out = self._convolve(conv, x, self._drop_entries(adj))
+            if self.initial_residual:
+                out = out + self.initial_residual * h0
             if self.weight_free:
                 if i == last:
                     out = nn.functional.dropout(out, self.dropout, self.training)
@@ -152,4 +171,5 @@ class GNNEncoder(nn.Module):
         return (f"GNNEncoder({self.name}, layers={len(self.convs)}, "
                 f"out_channels={self.out_channels}, "
                 f"activate_last_layer={self.activate_last_layer}, residual={self.residual}, "
-                f"layer_norm={bool(self.norms)}, edge_dropout={self.edge_dropout})")
+                f"layer_norm={bool(self.norms)}, edge_dropout={self.edge_dropout}, "
+                f"initial_residual={self.initial_residual})")

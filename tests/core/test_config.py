@@ -179,3 +179,15 @@ def test_a_part_whose_choice_is_open_keeps_its_settings():
     assert "candidate_pool" not in config.shaping_settings()
     assert "candidate_pool" in config.shaping_settings(open_choices=["sampler"])
     assert "walk_starts" in config.shaping_settings(open_choices=["walk_length"])
+
+
+def test_validate_refuses_a_negative_initial_residual():
+    with pytest.raises(PLNLPError, match="encoder_initial_residual must be 0 .off. or positive"):
+        PLNLPConfig(encoder_initial_residual=-0.1).validate()
+
+
+def test_validate_refuses_an_initial_residual_whose_input_differs_from_the_layers():
+    with pytest.raises(PLNLPError, match=r"node input \(256 channels\) .* output \(64\)"):
+        PLNLPConfig(encoder_initial_residual=0.1, hidden_channels=64).validate()
+    PLNLPConfig(encoder_initial_residual=0.1).validate()
+    PLNLPConfig(encoder_initial_residual=0.1, hidden_channels=64, encoder="none").validate()

@@ -92,3 +92,37 @@ def test_activate_last_layer_applies_relu_and_dropout_after_the_only_layer():
     kept = plain(x, adj).relu() * 2  # dropout 0.5 scales what it keeps by 2
     assert ((dropped == 0) | torch.isclose(dropped, kept)).all()
     assert ((dropped == 0) & (kept != 0)).any()
+
+
+def test_initial_residual_at_zero_leaves_the_encoder_unchanged():
+    torch.manual_seed(0)
+    adj, _ = build_adjacency(EDGES, NUM_NODES)
+    x = torch.randn(NUM_NODES, 6)
+    plain = GNNEncoder("sage", 6, 6, num_layers=2)
+    off = GNNEncoder("sage", 6, 6, num_layers=2, initial_residual=0.0)
+    off.load_state_dict(plain.state_dict())
+    assert torch.equal(plain(x, adj), off(x, adj))
+
+
+def test_initial_residual_adds_alpha_times_the_input_before_each_activation():
+    torch.manual_seed(0)
+    adj, _ = build_adjacency(EDGES, NUM_NODES)
+    x = torch.randn(NUM_NODES, 6)
+    encoder = GNNEncoder("gcn", 6, 6, num_layers=2, initial_residual=0.1).eval()
+    first, second = encoder.convs
+    expected = second(torch.relu(first(x, adj) + 0.1 * x), adj) + 0.1 * x
+    torch.testing.assert_close(encoder(x, adj), expected)
+
+
+def test_initial_residual_lets_the_input_reach_an_output_whose_layers_are_zero():
+    adj, _ = build_adjacency(EDGES, NUM_NODES)
+    x = torch.randn(NUM_NODES, 4)
+    encoder = GNNEncoder("sage", 4, 4, num_layers=2, initial_residual=0.5)
+    for parameter in encoder.parameters():
+        torch.nn.init.zeros_(parameter)
+    torch.testing.assert_close(encoder(x, adj), 0.5 * x)
+
+
+def test_initial_residual_refuses_an_input_of_another_size_than_the_layers():
+    with pytest.raises(ValueError, match="initial_residual"):
+        GNNEncoder("sage", 5, 6, num_layers=2, initial_residual=0.1)

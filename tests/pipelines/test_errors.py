@@ -112,6 +112,11 @@ ENTRIES: dict[str, Entry] = {
     "dropout-range": settings("dropout must be in [0, 1), got 1.5."),
     "lr-not-positive": settings("lr must be positive, got 0.0."),
     "walk-length-negative": settings("walk_length must be 0 (off) or positive, got -1."),
+    "initial-residual-negative": settings("encoder_initial_residual must be 0 (off) or "
+                                          "positive, got -1.0."),
+    "initial-residual-size": settings("encoder_initial_residual adds the node input (512 "
+                                      "channels) to every encoder layer's output (64); set "
+                                      "embedding_dim to 64"),
     "heart-negatives-odd": settings("heart_negatives must be 0 (off) or an even number of hard "
                                     "negatives per positive, half replacing each endpoint "
                                     "(HeaRT uses 500), got 5."),
@@ -481,6 +486,11 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
     "dropout-range": lambda _: ["--dataset", "ddi", "--set", "dropout=1.5"],
     "lr-not-positive": lambda _: ["--dataset", "ddi", "--set", "lr=0"],
     "walk-length-negative": lambda _: ["--dataset", "ddi", "--set", "walk_length=-1"],
+    "initial-residual-negative": lambda _: ["--dataset", "ddi", "--set",
+                                            "encoder_initial_residual=-1"],
+    "initial-residual-size": lambda _: ["--dataset", "ddi", "--set",
+                                        "encoder_initial_residual=0.1", "--set",
+                                        "hidden_channels=64"],
     "heart-negatives-odd": lambda _: ["--dataset", "ddi", "--set", "heart_negatives=5"],
     "walk-settings-without-walks": lambda _: ["--dataset", "ddi", "--set", "walk_rounds=3"],
     "features-missing": lambda _: ["--dataset", "ddi", "--set", "node_input=both"],
