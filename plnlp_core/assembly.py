@@ -40,6 +40,7 @@ def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLP
             "predictor": config.predictor, "predictor_hidden": config.predictor_hidden,
             "predictor_layers": config.predictor_layers,
             "predictor_dropout": config.predictor_dropout,
+            "predictor_residual": config.predictor_residual,
         },
         "edge": lambda: {
             "predictor": build_edge_predictor(config, encoder.out_channels),

@@ -69,6 +69,7 @@ class PLNLPConfig:
     predictor_hidden: int = 256
     predictor_layers: int = 2
     predictor_dropout: float = 0.0
+    predictor_residual: bool = False
     force_symmetric_predictor: bool = False
     # objective (§4.3)
     loss: str = "auc"
@@ -220,6 +221,21 @@ class PLNLPConfig:
                 "leave encoder_edge_dropout at 0."
             )
 
+    def _validate_predictor_residual(self, input_size: int) -> None:
+        """Refuses ``predictor_residual`` off the node level's ``mlp``, or
+        with hidden layers of another width than the node vectors."""
+        if not self.predictor_residual:
+            return
+        if self.predictor != "mlp" or self.encoder_level != "node":
+            raise PLNLPError("predictor_residual adds h_i * h_j to each hidden layer of the node "
+                             "level's predictor mlp; set predictor=mlp at encoder_level node, or "
+                             "leave predictor_residual at false.")
+        width = input_size if self.encoder == "none" else self.hidden_channels
+        if self.predictor_layers > 1 and self.predictor_hidden != width:
+            raise PLNLPError(f"predictor_residual adds h_i * h_j ({width} channels) to each hidden "
+                             f"layer of the predictor ({self.predictor_hidden}); set "
+                             f"predictor_hidden to {width}, or leave predictor_residual at false.")
+
     def _validate_edge_level(self) -> None:
         if self.edge_path_length not in PATH_LENGTHS:
             raise PLNLPError(
@@ -312,6 +328,7 @@ class PLNLPConfig:
                 "none; set node_input=embedding."
             )
         self._validate_categories(info)
+        self._validate_predictor_residual(input_size)
         if info.directed and self.encoder_level == "edge" and not self.force_symmetric_predictor:
             raise PLNLPError(
                 f"encoder_level edge is symmetric in i and j (common neighbours in the undirected "
@@ -400,6 +417,8 @@ PARTS = (
     Part(("encoder_level",), tuple(EDGE_LEVEL_SETTINGS), lambda c: c.encoder_level == "node"),
     Part(("predictor",), tuple(NCN_SETTINGS), lambda c: c.predictor != "ncn"),
     Part(("predictor",), ("edge_counts", "edge_path_length"), lambda c: c.predictor != "mlp"),
+    Part(("predictor", "encoder_level"), ("predictor_residual",),
+         lambda c: c.predictor != "mlp" or c.encoder_level != "node"),
     Part(("predictor",), ("predictor_hidden", "predictor_dropout"),
          lambda c: c.predictor in LAYERLESS_PREDICTORS),
     Part(("predictor",), ("predictor_layers",),

@@ -31,6 +31,8 @@ class PLNLPModel(nn.Module):
         predictor_hidden (int): Hidden size of MLP predictors.
         predictor_layers (int): Layers of MLP predictors.
         predictor_dropout (float): Dropout of MLP predictors.
+        predictor_residual (bool): MLP predictors add their input to each
+            hidden layer. (default: ``False``)
 
     Shapes:
         - **input:** node features :math:`(N, F)` or ``None``, adjacency
@@ -41,13 +43,14 @@ class PLNLPModel(nn.Module):
     def __init__(
         self, node_input: NodeInput, encoder: GNNEncoder, predictor: str,
         predictor_hidden: int, predictor_layers: int, predictor_dropout: float,
+        predictor_residual: bool = False,
     ) -> None:
         super().__init__()
         self.node_input = node_input
         self.encoder = encoder
         self.predictor = PREDICTORS.get(predictor)(
             encoder.out_channels, hidden_channels=predictor_hidden,
-            num_layers=predictor_layers, dropout=predictor_dropout,
+            num_layers=predictor_layers, dropout=predictor_dropout, residual=predictor_residual,
         )
 
     def encode(self, x: Tensor | None, adj: Tensor) -> Tensor:

@@ -191,3 +191,24 @@ def test_validate_refuses_an_initial_residual_whose_input_differs_from_the_layer
         PLNLPConfig(encoder_initial_residual=0.1, hidden_channels=64).validate()
     PLNLPConfig(encoder_initial_residual=0.1).validate()
     PLNLPConfig(encoder_initial_residual=0.1, hidden_channels=64, encoder="none").validate()
+
+
+@pytest.mark.parametrize("settings", [{"predictor": "dot"}, {"predictor": "mlp_concat"},
+                                      {"encoder_level": "edge", "predictor": "mlp"}])
+def test_validate_refuses_predictor_residual_off_the_node_level_mlp(settings):
+    with pytest.raises(PLNLPError, match="predictor_residual adds h_i . h_j to each hidden layer "
+                                         "of the node level's predictor mlp"):
+        PLNLPConfig(predictor_residual=True, **settings).validate()
+
+
+def test_validate_refuses_predictor_residual_whose_hidden_layers_differ_from_the_nodes():
+    with pytest.raises(PLNLPError, match=r"\(256 channels\) .* predictor \(64\)"):
+        PLNLPConfig(predictor="mlp", predictor_residual=True, predictor_hidden=64).validate()
+    PLNLPConfig(predictor="mlp", predictor_residual=True).validate()
+    PLNLPConfig(predictor="mlp", predictor_residual=True, predictor_hidden=64,
+                predictor_layers=1).validate()
+
+
+def test_predictor_residual_shapes_a_run_only_with_the_node_level_mlp():
+    assert "predictor_residual" not in PLNLPConfig().shaping_settings()
+    assert "predictor_residual" in PLNLPConfig(predictor="mlp").shaping_settings()

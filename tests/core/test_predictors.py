@@ -58,3 +58,50 @@ def test_predictor_symmetric_flags_match_the_registered_classes():
 def test_unknown_predictor_name_raises_plnlp_error_listing_the_valid_names():
     with pytest.raises(PLNLPError, match="bilinear, dot, mlp, mlp_concat"):
         PREDICTORS.get("cosine")
+
+
+def test_residual_mlp_adds_the_pair_product_before_each_hidden_relu():
+    torch.manual_seed(0)
+    predictor = PREDICTORS.get("mlp")(CHANNELS, hidden_channels=CHANNELS, num_layers=3,
+                                      residual=True).eval()
+    h_src, h_dst = random_pairs()
+    x0 = h_src * h_dst
+    first, second, last = predictor.mlp.lins
+    x = torch.relu(second(torch.relu(first(x0) + x0)) + x0)
+    torch.testing.assert_close(predictor(h_src, h_dst), last(x).squeeze(-1))
+
+
+def test_residual_mlp_keeps_the_pair_product_when_its_hidden_layers_are_zero():
+    predictor = PREDICTORS.get("mlp")(CHANNELS, hidden_channels=CHANNELS, num_layers=4,
+                                      residual=True).eval()
+    for lin in predictor.mlp.lins[:-1]:
+        torch.nn.init.zeros_(lin.weight)
+        torch.nn.init.zeros_(lin.bias)
+    h_src, h_dst = random_pairs()
+    expected = predictor.mlp.lins[-1](torch.relu(h_src * h_dst)).squeeze(-1)
+    torch.testing.assert_close(predictor(h_src, h_dst), expected)
+
+
+def test_mlp_without_residual_scores_as_before():
+    plain = build("mlp")
+    torch.manual_seed(0)
+    off = PREDICTORS.get("mlp")(CHANNELS, hidden_channels=16, num_layers=2, dropout=0.0,
+                                residual=False).eval()
+    h_src, h_dst = random_pairs()
+    assert torch.equal(plain(h_src, h_dst), off(h_src, h_dst))
+
+
+def test_residual_mlp_refuses_hidden_layers_of_another_width_than_its_input():
+    with pytest.raises(ValueError, match="residual"):
+        PREDICTORS.get("mlp")(CHANNELS, hidden_channels=16, num_layers=2, residual=True)
+
+
+def test_build_model_gives_the_mlp_predictor_its_residual_setting():
+    from plnlp_core.assembly import build_model
+    from plnlp_core.config import PLNLPConfig
+    from plnlp_core.data.datasets import DATASETS
+
+    for residual in (False, True):
+        config = PLNLPConfig(predictor="mlp", predictor_residual=residual, embedding_dim=8,
+                             hidden_channels=8, predictor_hidden=8)
+        assert build_model(config, DATASETS.get("ddi"), 10).predictor.mlp.residual is residual

@@ -117,6 +117,12 @@ ENTRIES: dict[str, Entry] = {
     "initial-residual-size": settings("encoder_initial_residual adds the node input (512 "
                                       "channels) to every encoder layer's output (64); set "
                                       "embedding_dim to 64"),
+    "predictor-residual-predictor": settings("predictor_residual adds h_i * h_j to each hidden "
+                                             "layer of the node level's predictor mlp; set "
+                                             "predictor=mlp at encoder_level node"),
+    "predictor-residual-size": settings("predictor_residual adds h_i * h_j (512 channels) to "
+                                        "each hidden layer of the predictor (64); set "
+                                        "predictor_hidden to 512"),
     "heart-negatives-odd": settings("heart_negatives must be 0 (off) or an even number of hard "
                                     "negatives per positive, half replacing each endpoint "
                                     "(HeaRT uses 500), got 5."),
@@ -491,6 +497,10 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
     "initial-residual-size": lambda _: ["--dataset", "ddi", "--set",
                                         "encoder_initial_residual=0.1", "--set",
                                         "hidden_channels=64"],
+    "predictor-residual-predictor": lambda _: ["--dataset", "ddi", "--set", "predictor=dot",
+                                               "--set", "predictor_residual=true"],
+    "predictor-residual-size": lambda _: ["--dataset", "ddi", "--set", "predictor_hidden=64",
+                                          "--set", "predictor_residual=true"],
     "heart-negatives-odd": lambda _: ["--dataset", "ddi", "--set", "heart_negatives=5"],
     "walk-settings-without-walks": lambda _: ["--dataset", "ddi", "--set", "walk_rounds=3"],
     "features-missing": lambda _: ["--dataset", "ddi", "--set", "node_input=both"],
