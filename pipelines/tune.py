@@ -35,11 +35,14 @@ from pipelines.runtime.process_exit import skip_final_collection
 from plnlp_core.errors import PLNLPError
 
 if TYPE_CHECKING:
+    from components.artifacts import DatasetMeta
     from components.storage.location import Location
 
 # A trial of several workers only waits on its Train worker group, which holds
 # the cores: it holds no CPU (Tune takes no empty request, hence a token of memory).
 GROUP_TRIAL_RESOURCES = {"CPU": 0, "memory": 64 << 20}
+# The GPU share of the task that reads a GPU's memory for --trials-per-gpu.
+GPU_PROBE_SHARE = 0.001
 # Ray Tune's choice of console (1: its newer one).
 TUNE_CONSOLE = "RAY_AIR_NEW_OUTPUT"
 # What Ray Tune logs as it stops for an interrupt, which the command says its own way.
@@ -73,10 +76,12 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
     from pipelines.runtime.load_stage import load_stage
 
     parent = mlflow.active_run().info
+    dataset = load_stage(source, request.graph, request.data_root, request.work_dir)
+    if request.trials_per_gpu is not None:
+        pack_trials(request.trials_per_gpu, space, dataset.meta, gpu_memory_bytes())
     if request.resume is None:
         log_config(space.base, space.describe(), exclude=space.searched)
         log_text(request.space.read_text(), "search_space.yaml")
-    dataset = load_stage(source, request.graph, request.data_root, request.work_dir)
     heart_stage(dataset, space.base, space.resources.cpus_per_worker)  # once, before the trials
     options = {"tracking_uri": mlflow.get_tracking_uri(), "metric": space.metric,
                "checkpoints": checkpoint_root(request.work_dir).uri,
@@ -106,6 +111,46 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
         print(register_link_model(best["run_id"], request.register, f"final_{space.metric}"),
               flush=True)
     return best
+
+
+def pack_trials(trials_per_gpu: int | str, space: SearchSpace, meta: "DatasetMeta",
+                gpu_bytes: int) -> None:
+    """Gives each trial ``1 / N`` of a GPU of ``gpu_bytes``: N as many as
+    fit with ``--trials-per-gpu auto``, else the number given, refused when
+    it does not fit (see :mod:`pipelines.planning.gpu_packing`); prints the
+    packing. ``meta`` describes the loaded graph."""
+    import dataclasses
+
+    from pipelines.planning.gpu_packing import (
+        check_packing,
+        describe,
+        packed_trials,
+        trial_peak_bytes,
+    )
+
+    trial = trial_peak_bytes(space.base, space.searched, meta.dataset_info(), meta.num_nodes,
+                             meta.num_train_edges)
+    if trials_per_gpu == "auto":
+        trials_per_gpu = packed_trials(trial, gpu_bytes)
+        space.resources = dataclasses.replace(space.resources, gpus_per_worker=1 / trials_per_gpu)
+    else:
+        check_packing(trials_per_gpu, trial, gpu_bytes)
+    print(describe(trials_per_gpu, trial, gpu_bytes), flush=True)
+
+
+def gpu_memory_bytes() -> int:
+    """The total memory of a GPU of the cluster, read by a task holding a
+    sliver of one (:data:`GPU_PROBE_SHARE`), so that it runs beside whatever
+    holds the GPU."""
+    import ray
+
+    return ray.get(ray.remote(_device_memory).options(num_gpus=GPU_PROBE_SHARE).remote())
+
+
+def _device_memory() -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(0).total_memory
 
 
 def trial_resources(space: SearchSpace) -> dict[str, float]:
@@ -251,6 +296,9 @@ def run_sweep(request: SweepRequest) -> int:
         return 2
     space, experiment = swept
     try:
+        if request.trials_per_gpu is not None and not ray.cluster_resources().get("GPU"):
+            raise PLNLPError(f"--trials-per-gpu {request.trials_per_gpu} shares GPUs among "
+                             "trials and the Ray cluster has none; drop it to train on CPUs.")
         space.check_cluster(ray.cluster_resources())
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -102,8 +102,9 @@ def sweep_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cpus-per-worker", type=int, help="CPUs each trial's worker holds")
     parser.add_argument("--gpus-per-worker", type=float,
                         help="GPUs each trial's worker holds; a fraction shares one GPU")
-    parser.add_argument("--trials-per-gpu", type=int, metavar="N",
-                        help="trials sharing each GPU (each worker holds 1/N of one)")
+    parser.add_argument("--trials-per-gpu", type=trials_per_gpu, metavar="N",
+                        help="trials sharing each GPU (each worker holds 1/N of one); auto: as "
+                             "many as their estimated peak memory fits in the GPU's")
     parser.add_argument("--max-failures", type=int, default=3,
                         help="restarts of a trial's dead worker group (default: 3)")
     parser.add_argument("--experiment", help="MLflow experiment (default: plnlp-<dataset>-tune)")
@@ -156,3 +157,13 @@ def graph_flags(args: argparse.Namespace) -> GraphFlags:
 def worker_group(args: argparse.Namespace) -> WorkerGroup:
     """The flags of :func:`add_worker_args` (but ``--max-failures``)."""
     return WorkerGroup(args.num_workers, args.cpus_per_worker, args.use_gpu)
+
+
+def trials_per_gpu(text: str) -> int | str:
+    """``--trials-per-gpu``: a whole number, or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a whole number nor auto") from None

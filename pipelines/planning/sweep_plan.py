@@ -38,8 +38,9 @@ class SweepRequest:
         num_workers (int, optional): Ray Train workers per trial.
         cpus_per_worker (int, optional): CPUs each trial's worker holds.
         gpus_per_worker (float, optional): GPUs each trial's worker holds.
-        trials_per_gpu (int, optional): Trials sharing each GPU (a worker
-            holds ``1 / trials_per_gpu`` of one).
+        trials_per_gpu (int or str, optional): Trials sharing each GPU (a
+            worker holds ``1 / trials_per_gpu`` of one), or ``auto``: as many
+            as fit (see :mod:`pipelines.planning.gpu_packing`).
         max_failures (int): Restarts of a trial's dead worker group.
         experiment (str, optional): The MLflow experiment.
         data_root (str, optional): The folder or URI holding OGB datasets.
@@ -59,7 +60,7 @@ class SweepRequest:
     num_workers: int | None = None
     cpus_per_worker: int | None = None
     gpus_per_worker: float | None = None
-    trials_per_gpu: int | None = None
+    trials_per_gpu: int | str | None = None
     max_failures: int = 3
     experiment: str | None = None
     data_root: str | None = None
@@ -85,13 +86,17 @@ def read_space(request: SweepRequest, source: GraphSource) -> SearchSpace:
 
 
 def gpus_per_worker(request: SweepRequest) -> float | None:
-    """``--gpus-per-worker``, or the share of a GPU ``--trials-per-gpu`` gives."""
+    """``--gpus-per-worker``, or the share of a GPU ``--trials-per-gpu`` gives
+    (``auto``: a whole GPU until the sweep has packed its trials, see
+    :mod:`pipelines.planning.gpu_packing`)."""
     shared = request.trials_per_gpu
     if shared is None:
         return request.gpus_per_worker
     if request.gpus_per_worker is not None:
         raise PLNLPError("--trials-per-gpu and --gpus-per-worker both say how much of a GPU a "
                          "trial holds; give one of them.")
+    if shared == "auto":
+        return 1.0
     if shared < 1:
         raise PLNLPError(f"--trials-per-gpu is {shared}; give a whole number of trials of at "
                          "least 1.")

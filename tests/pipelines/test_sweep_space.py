@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.planning.arguments import sweep_request
 from pipelines.planning.presets import load_preset
 from pipelines.planning.sweep_plan import SweepRequest, gpus_per_worker
 from pipelines.planning.sweep_space import SearchSpace
@@ -54,6 +55,11 @@ def test_trials_per_gpu_packs_that_many_trials_on_each_gpu():
     space = space_with({"workers": 1, "cpus_per_worker": 1, "gpus_per_worker": 0.25})
     assert space.concurrency({"CPU": 16, "GPU": 2}) == 8
     assert space.concurrency({"CPU": 6, "GPU": 2}) == 6  # the CPUs run out first
+    auto = sweep_request(["--dataset", "ddi", "--space", "s.yaml", "--trials-per-gpu", "auto"])
+    assert auto.trials_per_gpu == "auto"
+    assert gpus_per_worker(auto) == 1.0  # a whole GPU until the sweep packs its trials
+    with pytest.raises(SystemExit):
+        sweep_request(["--dataset", "ddi", "--space", "s.yaml", "--trials-per-gpu", "many"])
     for refused in (SweepRequest(dataset="ddi", trials_per_gpu=0),
                     SweepRequest(dataset="ddi", trials_per_gpu=2, gpus_per_worker=0.5)):
         with pytest.raises(PLNLPError, match="--trials-per-gpu"):

@@ -1,0 +1,62 @@
+r"""A training run's peak GPU memory, estimated from its settings and its
+graph's size before anything is put on a GPU: what a sweep needs to pack
+trials onto one.
+
+.. math::
+    M = C + F + 16 P + 12 \cdot 2E + 4 N^2 [N^2 \le 2^{26}]
+        + b \, \bigl(3 L N H + \max(k \cdot B (1 + n) W, \; 3 B_e W)\bigr),
+
+where :math:`C` is the process's CUDA context, :math:`F` the allocator's and
+the kernels' floor, :math:`P` the parameters (fp32 weights, gradients and
+Adam's two moments), :math:`E` the training edges (both directions, index
+and value), :math:`N^2` the dense copy of a dense enough adjacency on a GPU
+(``plnlp_core/nn/mean_aggregation.py``), :math:`b` the bytes of an activation
+(2 under ``bf16``), :math:`L` and :math:`H` the encoder's layers and width,
+:math:`B` the positives a step with :math:`n` negatives each, :math:`W` the
+widest of the encoder's and the predictor's widths, :math:`k` the buffers a
+scored pair keeps for the backward (6 at the node level; 36 at the edge level,
+whose common neighbours are gathered per pair) and :math:`B_e` the pairs an
+evaluation chunk scores.
+
+:data:`FLOOR_BYTES` and the two :math:`k` were fitted to the allocator peaks
+the benchmark measured on an H200 in fp32 (ddi ``smoke``, ``cpu``, ``paper``
+and ``cpu`` at the edge level: 601, 862, 3,961 and 3,022 MiB), which the
+formula puts at 773, 1,003, 4,231 and 2,987 MiB: at most 29 % above, and
+at most 2 % below. Other datasets and encoders are extrapolated, not measured.
+"""
+import torch
+
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.data.datasets import DatasetInfo
+
+MIB = 2**20
+CONTEXT_BYTES = 512 * MIB
+"""A CUDA context, held by every process that uses the GPU (each trial)."""
+FLOOR_BYTES = 450 * MIB
+DENSE_ADJACENCY_ENTRIES = 2**26
+PAIR_BUFFERS = {"node": 7, "edge": 38}
+
+
+def parameter_count(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> int:
+    """The model's parameters, counted on PyTorch's ``meta`` device (no
+    memory is allocated)."""
+    from plnlp_core.assembly import build_model  # the model's modules, once needed
+
+    with torch.device("meta"):
+        model = build_model(config, info, num_nodes)
+    return sum(p.numel() for p in model.parameters())
+
+
+def peak_gpu_bytes(config: PLNLPConfig, info: DatasetInfo, num_nodes: int,
+                   num_train_edges: int) -> int:
+    """:math:`M` of the module's equation: the GPU memory one process training
+    ``config`` on a graph of ``num_nodes`` nodes and ``num_train_edges``
+    training edges holds at its peak, CUDA context included."""
+    activation = 2 if config.precision in ("bf16", "auto") else 4
+    width = max(config.hidden_channels, config.predictor_hidden)
+    pairs = config.batch_size * (1 + config.num_neg)
+    scored = max(PAIR_BUFFERS[config.encoder_level] * pairs, 3 * config.eval_batch_size)
+    dense = 4 * num_nodes**2 if num_nodes**2 <= DENSE_ADJACENCY_ENTRIES else 0
+    encoder = 3 * config.encoder_layers * num_nodes * config.hidden_channels
+    return int(CONTEXT_BYTES + FLOOR_BYTES + 16 * parameter_count(config, info, num_nodes)
+               + 24 * num_train_edges + dense + activation * (encoder + scored * width))

@@ -1,0 +1,39 @@
+"""The estimate of a run's peak GPU memory: it meets the allocator peaks
+measured on an H200, and grows with what a step holds."""
+import pytest
+
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.data.datasets import DATASETS
+from plnlp_core.memory_estimate import CONTEXT_BYTES, MIB, parameter_count, peak_gpu_bytes
+
+DDI = DATASETS.get("ddi")
+DDI_NODES, DDI_TRAIN_EDGES = 4267, 1_067_911
+PAPER = PLNLPConfig(embedding_dim=512, hidden_channels=512, predictor="mlp", predictor_hidden=512,
+                    num_neg=3, batch_size=65536)
+
+
+def allocator_mib(config: PLNLPConfig) -> float:
+    return (peak_gpu_bytes(config, DDI, DDI_NODES, DDI_TRAIN_EDGES) - CONTEXT_BYTES) / MIB
+
+
+@pytest.mark.parametrize(("config", "measured_mib"), [
+    (PAPER, 3961),  # ddi paper, fp32 (benchmarks/README.md, "On a GPU")
+    (PAPER.replace(embedding_dim=64, hidden_channels=64, predictor_hidden=64), 862),  # cpu
+    (PAPER.replace(embedding_dim=64, hidden_channels=64, predictor_hidden=64,
+                   encoder_level="edge"), 3022),  # cpu at the edge level
+])
+def test_the_estimate_meets_the_peaks_measured_on_an_h200(config, measured_mib):
+    assert 0.97 * measured_mib <= allocator_mib(config) <= 1.3 * measured_mib
+
+
+def test_parameters_are_counted_without_allocating_them():
+    # 4,267 x 512 embedding, two SAGE layers (2 x 512 x 512 + 512 each), MLP 512x512 + 512x1
+    expected = 4267 * 512 + 2 * (2 * 512 * 512 + 512) + (512 * 512 + 512) + (512 + 1)
+    assert parameter_count(PAPER, DDI, DDI_NODES) == expected
+
+
+def test_the_estimate_grows_with_the_step_and_shrinks_in_bfloat16():
+    base = allocator_mib(PAPER)
+    assert allocator_mib(PAPER.replace(batch_size=131072)) > 1.8 * base - 1000
+    assert allocator_mib(PAPER.replace(num_neg=5)) > base
+    assert allocator_mib(PAPER.replace(precision="bf16")) < 0.7 * base
