@@ -2,7 +2,7 @@
 host, the most wanted first, within a time budget:
 
     python benchmarks/gpu_runs.py --out DIR [--budget-s 540] [--only NAME ...] [--seeds 3]
-                                  [--trials-per-gpu 4] [--list] [--smoke]
+                                  [--trials-per-gpu auto] [--list] [--smoke]
 
 Jobs, in order (``--only`` picks some; ``--list`` prints them):
 
@@ -61,7 +61,7 @@ class Job:
     result: dict = field(default_factory=dict)
 
 
-def jobs(seeds: int, trials_per_gpu: int) -> list[Job]:
+def jobs(seeds: int, trials_per_gpu: str) -> list[Job]:
     """The session's jobs in the order they run."""
     heart = ["--set", "heart_negatives=500"]
     found = [Job("paper-heart", [[*RUN, "--preset", "paper", *heart,
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-s", type=float, default=540)
     parser.add_argument("--only", action="append", help="a job's name (repeatable)")
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--trials-per-gpu", type=int, default=4)
+    parser.add_argument("--trials-per-gpu", default="auto", help="the sweep's (default: auto)")
     parser.add_argument("--list", action="store_true", help="print the jobs and stop")
     parser.add_argument("--smoke", action="store_true", help="every job on CPUs, tiny")
     args = parser.parse_args(argv)
