@@ -41,6 +41,7 @@ def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLP
             "predictor_layers": config.predictor_layers,
             "predictor_dropout": config.predictor_dropout,
             "predictor_residual": config.predictor_residual,
+            "target_edge_removal": config.node_target_edge_removal,
         },
         "edge": lambda: {
             "predictor": build_edge_predictor(config, encoder.out_channels),

@@ -56,6 +56,7 @@ class PLNLPConfig:
     # node or edge level (§4.1's ENE, the NCN form); the edge level's own settings
     # (EDGE_LEVEL_SETTINGS) are refused at the node level, NCN's (NCN_SETTINGS) with predictor mlp
     encoder_level: str = "node"
+    node_target_edge_removal: bool = False  # the edge level's is target_edge_removal
     target_edge_removal: bool = True
     edge_dropout: float = 0.0
     edge_path_length: int = 2
@@ -242,6 +243,13 @@ class PLNLPConfig:
                 f"edge_path_length must be 2 (common neighbours) or 3 (also paths of length 3), "
                 f"got {self.edge_path_length}."
             )
+        if self.node_target_edge_removal and (self.encoder_level != "node"
+                                              or self.encoder == "none"):
+            raise PLNLPError(
+                "node_target_edge_removal hides each step's positive edges from the node level's "
+                "encoder; set encoder_level=node with an encoder other than none (the edge level "
+                "has target_edge_removal), or leave node_target_edge_removal at false."
+            )
         if self.encoder_level == "node":
             if (self.predictor in EDGE_PREDICTOR_CHOICES
                     and self.predictor not in PREDICTOR_CHOICES):
@@ -415,6 +423,8 @@ PARTS = (
     Part(("encoder",), ("encoder_edge_dropout",),
          lambda c: c.encoder not in EDGE_DROPPING_ENCODERS),
     Part(("encoder_level",), tuple(EDGE_LEVEL_SETTINGS), lambda c: c.encoder_level == "node"),
+    Part(("encoder_level", "encoder"), ("node_target_edge_removal",),
+         lambda c: c.encoder_level != "node" or c.encoder == "none"),
     Part(("predictor",), tuple(NCN_SETTINGS), lambda c: c.predictor != "ncn"),
     Part(("predictor",), ("edge_counts", "edge_path_length"), lambda c: c.predictor != "mlp"),
     Part(("predictor", "encoder_level"), ("predictor_residual",),

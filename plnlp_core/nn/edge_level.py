@@ -1,7 +1,6 @@
-import torch
 from torch import Tensor, nn
 
-from plnlp_core.nn.common_neighbors import AdjacencyLookup, drop_edges, remove_edges
+from plnlp_core.nn.common_neighbors import AdjacencyLookup, drop_edges
 from plnlp_core.nn.encoder import GNNEncoder
 from plnlp_core.nn.model import ENCODER_LEVELS, PLNLPModel
 from plnlp_core.nn.node_input import NodeInput
@@ -27,7 +26,8 @@ class EdgeLevelModel(PLNLPModel):
     pairs of a step that are edges of the graph are exactly its positive
     edges, as negatives never are. A step whose positives are more than
     :attr:`MAX_REMOVED` of the graph's edges is scored in groups, each on the
-    graph without its own positives. In evaluation :math:`\tilde{A} = A`,
+    graph without its own positives (:meth:`PLNLPModel.removal_groups`).
+    In evaluation :math:`\tilde{A} = A`,
     the whole input graph. Every distinct pair is still scored once. With
     ``target_edge_removal=False`` training scores every pair on :math:`A`
     too (NCN's ``NoTLR`` ablation).
@@ -62,10 +62,6 @@ class EdgeLevelModel(PLNLPModel):
         - **output:** scores :math:`(M)`
     """
 
-    MAX_REMOVED = 0.15
-    """The largest fraction of the graph's edges one training graph lacks:
-    about what evaluation's graph lacks (the held-out edges)."""
-
     def __init__(self, node_input: NodeInput, encoder: GNNEncoder, predictor: nn.Module,
                  target_edge_removal: bool = True, edge_dropout: float = 0.0) -> None:
         super(PLNLPModel, self).__init__()  # nn.Module's: the predictor here is not PREDICTORS'
@@ -77,13 +73,6 @@ class EdgeLevelModel(PLNLPModel):
             encoder.stop_caching()
         self.predictor = predictor
         self._lookup: AdjacencyLookup | None = None
-
-    def lookup(self, adj: Tensor) -> AdjacencyLookup:
-        """The :class:`AdjacencyLookup` of the input graph ``adj``, kept while
-        the same tensor comes back (every step and evaluation chunk)."""
-        if self._lookup is None or self._lookup.adj is not adj:
-            self._lookup = AdjacencyLookup(adj)
-        return self._lookup
 
     def score(self, h: Tensor, pairs: Tensor, adj: Tensor | None = None) -> Tensor:
         """Scores of ``pairs`` from node vectors ``h`` encoded on ``adj``."""
@@ -100,28 +89,5 @@ class EdgeLevelModel(PLNLPModel):
             lookup = AdjacencyLookup(drop_edges(lookup, self.edge_dropout))
         if not (self.training and self.target_edge_removal):
             return self.predictor(self.encode(x, lookup.adj), pairs, lookup)
-        groups = self.removal_groups(lookup, pairs)
-        scores = []
-        for index in groups:
-            reduced = AdjacencyLookup(remove_edges(lookup, pairs[index]))
-            scores.append(self.predictor(self.encode(x, reduced.adj), pairs[index], reduced))
-        if len(groups) == 1:
-            return scores[0]
-        return torch.cat(scores)[torch.argsort(torch.cat(groups))]
-
-    def removal_groups(self, lookup: AdjacencyLookup, pairs: Tensor) -> list[Tensor]:
-        r"""Rows of ``pairs`` in groups whose positive edges are at most
-        :attr:`MAX_REMOVED` of the graph's edges: one group of all rows
-        unless a step ranks more (full-batch training on a small graph).
-        Each group is encoded on its own graph, so that training never
-        sees a graph much sparser than evaluation's, which lacks only the
-        held-out edges; each pair is still scored once."""
-        rows = torch.arange(pairs.size(0), device=pairs.device)
-        is_edge = lookup.contains(pairs[:, 0], pairs[:, 1])
-        num_edges = lookup.keys.numel() // 2
-        count = -(-int(is_edge.sum()) // max(int(self.MAX_REMOVED * num_edges), 1))
-        if count <= 1:
-            return [rows]
-        return [torch.cat(parts) for parts in zip(rows[is_edge].tensor_split(count),
-                                                  rows[~is_edge].tensor_split(count),
-                                                  strict=True)]
+        return self.score_without_targets(lookup, pairs, lambda reduced, group: self.predictor(
+            self.encode(x, reduced), group, AdjacencyLookup(reduced)))

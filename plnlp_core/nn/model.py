@@ -1,5 +1,9 @@
+from collections.abc import Callable
+
+import torch
 from torch import Tensor, nn
 
+from plnlp_core.nn.common_neighbors import AdjacencyLookup, remove_edges
 from plnlp_core.nn.encoder import GNNEncoder
 from plnlp_core.nn.node_input import NodeInput
 from plnlp_core.nn.predictors.registry import PREDICTORS
@@ -24,6 +28,17 @@ class PLNLPModel(nn.Module):
     .. math::
         s_{ij} = f\left(\mathrm{ENC}(v_i), \mathrm{ENC}(v_j)\right).
 
+    With ``target_edge_removal`` each training step encodes on the input
+    graph without the step's positive edges,
+    :math:`\tilde{A} = A - \sum_{(i, j) \in P} (e_i e_j^\top + e_j e_i^\top)`,
+    so that no positive is scored from node vectors that read its own edge,
+    as no validation or test edge is (Refined-GAE's ``--maskinput``, NCN's
+    target-link removal); the pairs of a step that are edges of the graph
+    are exactly its positives, as negatives never are. A step whose
+    positives are more than :attr:`MAX_REMOVED` of the graph's edges is
+    encoded in groups (:meth:`removal_groups`). Evaluation encodes on
+    :math:`A`.
+
     Args:
         node_input (NodeInput): Builds :math:`\mathbf{h}^{(0)}`.
         encoder (GNNEncoder): The neighborhood encoder.
@@ -33,6 +48,8 @@ class PLNLPModel(nn.Module):
         predictor_dropout (float): Dropout of MLP predictors.
         predictor_residual (bool): MLP predictors add their input to each
             hidden layer. (default: ``False``)
+        target_edge_removal (bool): Encode each training step on the graph
+            without its positive edges. (default: ``False``)
 
     Shapes:
         - **input:** node features :math:`(N, F)` or ``None``, adjacency
@@ -40,14 +57,22 @@ class PLNLPModel(nn.Module):
         - **output:** scores :math:`(M)`
     """
 
+    MAX_REMOVED = 0.15
+    """The largest fraction of the graph's edges one training graph lacks:
+    about what evaluation's graph lacks (the held-out edges)."""
+
     def __init__(
         self, node_input: NodeInput, encoder: GNNEncoder, predictor: str,
         predictor_hidden: int, predictor_layers: int, predictor_dropout: float,
-        predictor_residual: bool = False,
+        predictor_residual: bool = False, target_edge_removal: bool = False,
     ) -> None:
         super().__init__()
         self.node_input = node_input
         self.encoder = encoder
+        self.target_edge_removal = target_edge_removal
+        if target_edge_removal:
+            encoder.stop_caching()  # the graph changes at every step
+        self._lookup: AdjacencyLookup | None = None
         self.predictor = PREDICTORS.get(predictor)(
             encoder.out_channels, hidden_channels=predictor_hidden,
             num_layers=predictor_layers, dropout=predictor_dropout, residual=predictor_residual,
@@ -67,7 +92,51 @@ class PLNLPModel(nn.Module):
         return self.predictor(h.index_select(0, pairs[:, 0]), h.index_select(0, pairs[:, 1]))
 
     def forward(self, x: Tensor | None, adj: Tensor, pairs: Tensor) -> Tensor:
-        return self.score(self.encode(x, adj), pairs)
+        """Scores ``pairs``; in training with ``target_edge_removal``, each
+        group of them on the graph without its positive edges."""
+        if not (self.training and self.target_edge_removal):
+            return self.score(self.encode(x, adj), pairs)
+        return self.score_without_targets(
+            self.lookup(adj), pairs, lambda reduced, group: self.score(self.encode(x, reduced),
+                                                                       group))
+
+    def lookup(self, adj: Tensor) -> AdjacencyLookup:
+        """The :class:`AdjacencyLookup` of the input graph ``adj``, kept while
+        the same tensor comes back (every step and evaluation chunk)."""
+        if self._lookup is None or self._lookup.adj is not adj:
+            self._lookup = AdjacencyLookup(adj)
+        return self._lookup
+
+    def score_without_targets(
+        self, lookup: AdjacencyLookup, pairs: Tensor,
+        score_group: Callable[[Tensor, Tensor], Tensor],
+    ) -> Tensor:
+        """Scores of ``pairs``, each group of :meth:`removal_groups` scored by
+        ``score_group(reduced_adj, group_pairs)`` on the graph of ``lookup``
+        without the group's edges, back in the order of ``pairs``."""
+        groups = self.removal_groups(lookup, pairs)
+        scores = [score_group(remove_edges(lookup, pairs[index]), pairs[index])
+                  for index in groups]
+        if len(groups) == 1:
+            return scores[0]
+        return torch.cat(scores)[torch.argsort(torch.cat(groups))]
+
+    def removal_groups(self, lookup: AdjacencyLookup, pairs: Tensor) -> list[Tensor]:
+        r"""Rows of ``pairs`` in groups whose positive edges are at most
+        :attr:`MAX_REMOVED` of the graph's edges: one group of all rows
+        unless a step ranks more (full-batch training on a small graph).
+        Each group is encoded on its own graph, so that training never
+        sees a graph much sparser than evaluation's, which lacks only the
+        held-out edges; each pair is still scored once."""
+        rows = torch.arange(pairs.size(0), device=pairs.device)
+        is_edge = lookup.contains(pairs[:, 0], pairs[:, 1])
+        num_edges = lookup.keys.numel() // 2
+        count = -(-int(is_edge.sum()) // max(int(self.MAX_REMOVED * num_edges), 1))
+        if count <= 1:
+            return [rows]
+        return [torch.cat(parts) for parts in zip(rows[is_edge].tensor_split(count),
+                                                  rows[~is_edge].tensor_split(count),
+                                                  strict=True)]
 
     def clip_gradients(self, max_norm: float) -> None:
         r"""Clips the encoder's and the predictor's gradients, each to an L2

@@ -123,6 +123,9 @@ ENTRIES: dict[str, Entry] = {
     "predictor-residual-size": settings("predictor_residual adds h_i * h_j (512 channels) to "
                                         "each hidden layer of the predictor (64); set "
                                         "predictor_hidden to 512"),
+    "node-target-edge-removal": settings("node_target_edge_removal hides each step's positive "
+                                         "edges from the node level's encoder; set "
+                                         "encoder_level=node with an encoder other than none"),
     "heart-negatives-odd": settings("heart_negatives must be 0 (off) or an even number of hard "
                                     "negatives per positive, half replacing each endpoint "
                                     "(HeaRT uses 500), got 5."),
@@ -501,6 +504,8 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
                                                "--set", "predictor_residual=true"],
     "predictor-residual-size": lambda _: ["--dataset", "ddi", "--set", "predictor_hidden=64",
                                           "--set", "predictor_residual=true"],
+    "node-target-edge-removal": lambda _: ["--dataset", "ddi", "--set", "encoder=none",
+                                           "--set", "node_target_edge_removal=true"],
     "heart-negatives-odd": lambda _: ["--dataset", "ddi", "--set", "heart_negatives=5"],
     "walk-settings-without-walks": lambda _: ["--dataset", "ddi", "--set", "walk_rounds=3"],
     "features-missing": lambda _: ["--dataset", "ddi", "--set", "node_input=both"],
