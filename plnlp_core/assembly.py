@@ -23,6 +23,9 @@ from plnlp_core.random_walk import random_walk_pairs, walk_starts
 from plnlp_core.sampling import SAMPLERS, NegativeSampler
 from plnlp_core.training import StepOptions
 
+LAYER_OPTIONS = {"agdn": lambda config: {"hops": config.diffusion_hops}}
+"""The encoder layers' own settings, by encoder name."""
+
 
 def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLPModel:
     """The encoder and predictor ``config`` names, sized for the dataset, at
@@ -34,6 +37,7 @@ def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLP
         config.encoder_layers, config.dropout, config.activate_last_layer,
         config.encoder_residual, config.encoder_layer_norm, config.encoder_edge_dropout,
         config.encoder_initial_residual,
+        LAYER_OPTIONS.get(config.encoder, lambda _: None)(config),
     )
     level_arguments = {
         "node": lambda: {

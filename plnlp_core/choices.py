@@ -10,7 +10,8 @@ implementations register the same names in their own tables
 from plnlp_core.registry import Registry
 
 ENCODER_CHOICES: Registry[bool] = Registry.of("encoder", {
-    "gat": False, "gcn": False, "none": False, "pure_gcn": True, "sage": False, "sum": True})
+    "agdn": False, "gat": False, "gcn": False, "none": False, "pure_gcn": True, "sage": False,
+    "sum": True})
 """``encoder``: whether each is weight-free (its input's size is its output's)."""
 
 WEIGHT_FREE_ENCODERS = tuple(name for name in ENCODER_CHOICES.names

@@ -53,6 +53,7 @@ class PLNLPConfig:
     encoder_layer_norm: bool = False
     encoder_edge_dropout: float = 0.0
     encoder_initial_residual: float = 0.0
+    diffusion_hops: int = 3  # encoder agdn
     # node or edge level (§4.1's ENE, the NCN form); the edge level's own settings
     # (EDGE_LEVEL_SETTINGS) are refused at the node level, NCN's (NCN_SETTINGS) with predictor mlp
     encoder_level: str = "node"
@@ -168,7 +169,7 @@ class PLNLPConfig:
         for key in ("embedding_dim", "hidden_channels", "encoder_layers", "predictor_hidden",
                     "predictor_layers", "num_neg", "epochs", "batch_size", "eval_every",
                     "eval_batch_size", "walk_rounds", "max_batches_per_epoch",
-                    "checkpoint_every", "candidate_pool", "generator_dim"):
+                    "checkpoint_every", "candidate_pool", "generator_dim", "diffusion_hops"):
             if getattr(self, key) is not None and getattr(self, key) < 1:
                 raise PLNLPError(f"{key} must be at least 1, got {getattr(self, key)}.")
         if self.feature_categories is not None and self.feature_categories < 2:
@@ -420,6 +421,7 @@ PARTS = (
     Part(("encoder",), ENCODER_SETTINGS, lambda c: c.encoder == "none"),
     Part(("encoder",), ("activate_last_layer", "encoder_layer_norm"),
          lambda c: c.encoder in WEIGHT_FREE_ENCODERS),
+    Part(("encoder",), ("diffusion_hops",), lambda c: c.encoder != "agdn"),
     Part(("encoder",), ("encoder_edge_dropout",),
          lambda c: c.encoder not in EDGE_DROPPING_ENCODERS),
     Part(("encoder_level",), tuple(EDGE_LEVEL_SETTINGS), lambda c: c.encoder_level == "node"),

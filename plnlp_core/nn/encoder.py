@@ -1,9 +1,11 @@
 import functools
+from collections.abc import Mapping
 
 import torch
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv
 
+from plnlp_core.nn.hop_diffusion import HopDiffusionConv
 from plnlp_core.nn.mean_aggregation import SymmetricSAGEConv
 from plnlp_core.nn.pure_gcn import PureGCN
 from plnlp_core.nn.relu_dropout import relu_dropout
@@ -16,6 +18,7 @@ ENCODERS.register("sage")(SymmetricSAGEConv)
 # The adjacency never changes within a model's life: GCN normalises it once.
 ENCODERS.register("gcn")(functools.partial(GCNConv, cached=True))
 ENCODERS.register("gat")(GATConv)
+ENCODERS.register("agdn")(HopDiffusionConv)
 ENCODERS.register("sum")(SumAggregation)
 ENCODERS.register("pure_gcn")(PureGCN)
 ENCODERS.register("none")(None)
@@ -64,7 +67,8 @@ class GNNEncoder(nn.Module):
 
     Args:
         name (str): ``"sage"`` (mean aggregation), ``"gcn"`` (symmetric
-            normalisation with self-loops), ``"gat"``, ``"sum"`` (sum
+            normalisation with self-loops), ``"gat"``, ``"agdn"`` (hop-wise
+            weighted diffusion, :class:`HopDiffusionConv`), ``"sum"`` (sum
             aggregation without weights, :class:`SumAggregation`),
             ``"pure_gcn"`` (GCN's propagation without weights,
             :class:`PureGCN`) or ``"none"``.
@@ -82,6 +86,8 @@ class GNNEncoder(nn.Module):
         initial_residual (float): The weight :math:`\alpha` of the node
             input added to every layer's output; its size must be
             ``hidden_channels``. (default: ``0.0``)
+        layer_options (Mapping, optional): Keyword arguments every layer is
+            built with (``{"hops": K}`` for ``"agdn"``). (default: ``None``)
 
     Shapes:
         - **input:** node input :math:`(N, F)`, adjacency :math:`(N, N)`
@@ -93,6 +99,7 @@ class GNNEncoder(nn.Module):
         self, name: str, in_channels: int, hidden_channels: int, num_layers: int,
         dropout: float = 0.0, activate_last_layer: bool = False, residual: bool = False,
         layer_norm: bool = False, edge_dropout: float = 0.0, initial_residual: float = 0.0,
+        layer_options: Mapping[str, object] | None = None,
     ) -> None:
         super().__init__()
         self.name = name
@@ -106,7 +113,8 @@ class GNNEncoder(nn.Module):
         self.norms = nn.ModuleList()
         if conv is not None:
             sizes = [in_channels] + [hidden_channels] * num_layers
-            self.convs.extend(conv(a, b) for a, b in zip(sizes[:-1], sizes[1:], strict=True))
+            self.convs.extend(conv(a, b, **(layer_options or {}))
+                              for a, b in zip(sizes[:-1], sizes[1:], strict=True))
         if edge_dropout > 0:
             self.stop_caching()  # the graph changes at every pass
         self.weight_free = bool(self.convs) and isinstance(self.convs[0], WeightFreeConv)

@@ -52,7 +52,7 @@ def test_replace_checks_the_changed_settings_too():
 
 @pytest.mark.parametrize(("key", "value", "valid"), [
     ("dataset", "cora", "citation2, collab, ddi, ppa"),
-    ("encoder", "gin", "gat, gcn, none, pure_gcn, sage, sum"),
+    ("encoder", "gin", "agdn, gat, gcn, none, pure_gcn, sage, sum"),
     ("predictor", "cosine", "bilinear, dot, mlp, mlp_concat"),
     ("loss", "bce", "auc, ce, hinge_auc, log_rank, weighted_hinge_auc"),
     ("sampler", "uniform", "adversarial, global, hard, local"),
@@ -212,3 +212,10 @@ def test_validate_refuses_predictor_residual_whose_hidden_layers_differ_from_the
 def test_predictor_residual_shapes_a_run_only_with_the_node_level_mlp():
     assert "predictor_residual" not in PLNLPConfig().shaping_settings()
     assert "predictor_residual" in PLNLPConfig(predictor="mlp").shaping_settings()
+
+
+def test_diffusion_hops_below_one_is_refused_and_shapes_only_agdn_runs():
+    with pytest.raises(PLNLPError, match="diffusion_hops must be at least 1, got 0."):
+        PLNLPConfig(encoder="agdn", diffusion_hops=0).validate()
+    assert "diffusion_hops" not in PLNLPConfig().shaping_settings()
+    assert "diffusion_hops" in PLNLPConfig(encoder="agdn").shaping_settings()

@@ -11,7 +11,7 @@ EDGES = torch.tensor([[0, 1], [1, 2], [2, 3], [3, 4], [4, 0], [1, 5]])  # node 6
 
 
 @pytest.mark.parametrize(("name", "out_channels"), [
-    ("sage", 12), ("gcn", 12), ("gat", 12), ("none", 10),
+    ("sage", 12), ("gcn", 12), ("gat", 12), ("agdn", 12), ("none", 10),
 ])
 def test_encoder_output_has_one_row_per_node_and_out_channels_columns(name, out_channels):
     torch.manual_seed(0)
@@ -23,7 +23,7 @@ def test_encoder_output_has_one_row_per_node_and_out_channels_columns(name, out_
     assert torch.isfinite(h).all()
 
 
-@pytest.mark.parametrize("name", ["sage", "gcn", "gat", "none"])
+@pytest.mark.parametrize("name", ["sage", "gcn", "gat", "agdn", "none"])
 def test_encoder_gradients_reach_the_node_embedding(name):
     torch.manual_seed(0)
     adj, _ = build_adjacency(EDGES, NUM_NODES)
@@ -71,8 +71,8 @@ def test_node_input_concatenates_embedding_and_features():
 
 
 def test_unknown_encoder_name_raises_plnlp_error_listing_the_valid_names():
-    assert ENCODERS.names == ["gat", "gcn", "none", "pure_gcn", "sage", "sum"]
-    with pytest.raises(PLNLPError, match="gat, gcn, none, pure_gcn, sage, sum"):
+    assert ENCODERS.names == ["agdn", "gat", "gcn", "none", "pure_gcn", "sage", "sum"]
+    with pytest.raises(PLNLPError, match="agdn, gat, gcn, none, pure_gcn, sage, sum"):
         GNNEncoder("gin", 4, 4, 2)
 
 
@@ -126,3 +126,46 @@ def test_initial_residual_lets_the_input_reach_an_output_whose_layers_are_zero()
 def test_initial_residual_refuses_an_input_of_another_size_than_the_layers():
     with pytest.raises(ValueError, match="initial_residual"):
         GNNEncoder("sage", 5, 6, num_layers=2, initial_residual=0.1)
+
+
+def test_hop_diffusion_sums_the_hops_of_the_mean_transition_matrix_with_their_weights():
+    from plnlp_core.nn.hop_diffusion import HopDiffusionConv
+
+    torch.manual_seed(0)
+    adj, _ = build_adjacency(EDGES, NUM_NODES)
+    conv = HopDiffusionConv(5, 3, hops=2)
+    with torch.no_grad():
+        conv.hop_weights.copy_(torch.randn(3, 3))
+    x = torch.randn(NUM_NODES, 5)
+    a = adj.to_dense()
+    transition = a / a.sum(dim=1, keepdim=True).clamp(min=1)  # node 6 has no neighbours
+    z = conv.lin(x)
+    theta = conv.hop_weights
+    expected = (theta[0] * z + theta[1] * (transition @ z)
+                + theta[2] * (transition @ transition @ z) + conv.lin_residual(x))
+    torch.testing.assert_close(conv(x, adj), expected)
+
+
+def test_hop_diffusion_reads_as_far_as_its_hops():
+    from plnlp_core.nn.hop_diffusion import HopDiffusionConv
+
+    torch.manual_seed(0)
+    adj, _ = build_adjacency(EDGES, NUM_NODES)  # node 3 is 2 hops from node 1, 3 from node 5
+    x = torch.randn(NUM_NODES, 4)
+    moved = x.clone()
+    moved[5] += 1.0
+    for hops, reaches in ((2, False), (3, True)):
+        conv = HopDiffusionConv(4, 4, hops=hops)
+        changed = not torch.allclose(conv(x, adj)[3], conv(moved, adj)[3])
+        assert changed == reaches
+
+
+def test_build_model_gives_agdn_layers_their_hops():
+    from plnlp_core.assembly import build_model
+    from plnlp_core.config import PLNLPConfig
+    from plnlp_core.data.datasets import DATASETS
+
+    config = PLNLPConfig(encoder="agdn", diffusion_hops=2, embedding_dim=8, hidden_channels=8)
+    model = build_model(config, DATASETS.get("ddi"), NUM_NODES)
+    assert [conv.hops for conv in model.encoder.convs] == [2, 2]
+    assert model.encoder.convs[0].hop_weights.shape == (3, 8)
