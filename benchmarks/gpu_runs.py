@@ -27,9 +27,10 @@ and one still running when the budget ends is stopped. While a job runs,
 ``nvidia-smi`` samples the GPU's use and memory every half second. After
 every job, ``DIR/gpu_runs.json`` holds each finished job's command, wall
 seconds, exit status, GPU use, and the MLflow runs it made with their
-settings and ``final/`` metrics, so that a host taken back midway leaves
-what finished. Runs use MLflow's store at ``MLFLOW_TRACKING_URI`` (default:
-``DIR/mlflow.db``) and the ddi at ``PLNLP_DATA_ROOT``.
+``final/`` metrics (each command's output is in ``DIR/<job>-<i>.log``), so
+that a host taken back midway leaves what finished. Runs use MLflow's store
+at ``MLFLOW_TRACKING_URI`` (default: ``DIR/mlflow.db``) and the ddi at
+``PLNLP_DATA_ROOT``.
 """
 import argparse
 import itertools
@@ -110,16 +111,19 @@ def smoke_command(command: list[str]) -> list[str]:
     return [arg for arg in command if arg != "--use-gpu"] + tiny
 
 
-def run_job(job: Job, deadline: float) -> None:
+def run_job(job: Job, deadline: float, out: Path) -> None:
     """Runs ``job``'s commands one after the other until ``deadline``, with
-    ``nvidia-smi`` sampling the GPU; fills ``job.result``."""
+    ``nvidia-smi`` sampling the GPU and each command's output in
+    ``out/<job>-<i>.log``; fills ``job.result``."""
     start = time.time()
     samples: list[tuple[float, float]] = []
     returncodes = []
-    for command in job.commands:
-        with GpuSampler(samples):
+    for i, command in enumerate(job.commands):
+        log = out / f"{job.name.replace(':', '-')}-{i}.log"
+        with GpuSampler(samples), log.open("w") as output:
             try:
-                done = subprocess.run(command, cwd=ROOT, timeout=max(1.0, deadline - time.time()))
+                done = subprocess.run(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT,
+                                      timeout=max(1.0, deadline - time.time()))
                 returncodes.append(done.returncode)
             except subprocess.TimeoutExpired:
                 returncodes.append("stopped at the budget's end")
@@ -208,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             report["jobs"].append({"name": job.name, "skipped": "its estimate exceeds the budget"})
             continue
         print(f"== {job.name}", flush=True)
-        run_job(job, deadline)
+        run_job(job, deadline, args.out)
         report["jobs"].append({"name": job.name, "commands": job.commands, **job.result})
         (args.out / "gpu_runs.json").write_text(json.dumps(report, indent=1) + "\n")
     (args.out / "gpu_runs.json").write_text(json.dumps(report, indent=1) + "\n")
