@@ -37,7 +37,7 @@ def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLP
         config.encoder_layers, config.dropout, config.activate_last_layer,
         config.encoder_residual, config.encoder_layer_norm, config.encoder_edge_dropout,
         config.encoder_initial_residual,
-        LAYER_OPTIONS.get(config.encoder, lambda _: None)(config),
+        LAYER_OPTIONS.get(config.encoder, lambda _: None)(config), config.encoder_relu,
     )
     level_arguments = {
         "node": lambda: {

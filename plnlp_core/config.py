@@ -49,6 +49,7 @@ class PLNLPConfig:
     encoder_layers: int = 2
     dropout: float = 0.0
     activate_last_layer: bool = False
+    encoder_relu: bool = True
     encoder_residual: bool = False
     encoder_layer_norm: bool = False
     encoder_edge_dropout: float = 0.0
@@ -392,8 +393,8 @@ LAYERLESS_PREDICTORS = ("dot", "bilinear")
 ``predictor_hidden``, ``predictor_layers`` and ``predictor_dropout`` settings."""
 
 ENCODER_SETTINGS = ("hidden_channels", "encoder_layers", "dropout", "activate_last_layer",
-                    "encoder_residual", "encoder_layer_norm", "encoder_edge_dropout",
-                    "encoder_initial_residual")
+                    "encoder_relu", "encoder_residual", "encoder_layer_norm",
+                    "encoder_edge_dropout", "encoder_initial_residual")
 """The settings of the encoder's layers, which ``encoder: none`` has none of."""
 
 
@@ -419,7 +420,7 @@ PARTS = (
     Part(("node_input", "feature_categories"), ("embedding_dim", "embedding_init"),
          lambda c: c.node_input == "features" and c.feature_categories is None),
     Part(("encoder",), ENCODER_SETTINGS, lambda c: c.encoder == "none"),
-    Part(("encoder",), ("activate_last_layer", "encoder_layer_norm"),
+    Part(("encoder",), ("activate_last_layer", "encoder_layer_norm", "encoder_relu"),
          lambda c: c.encoder in WEIGHT_FREE_ENCODERS),
     Part(("encoder",), ("diffusion_hops",), lambda c: c.encoder != "agdn"),
     Part(("encoder",), ("encoder_edge_dropout",),

@@ -40,6 +40,9 @@ class GNNEncoder(nn.Module):
     with ReLU and dropout between layers, and after the last layer too when
     ``activate_last_layer`` (the authors' one-layer encoder does so);
     ``layer_norm`` puts a LayerNorm before each of them (NCN's ``--ln``).
+    Without ``relu``, :math:`\sigma` is the identity and dropout alone
+    stays: a stack of linear convolutions, whose only non-linearity is the
+    predictor's (Refined-GAE's ogbl-ddi encoder, Ma et al. 2024).
     With ``residual`` each layer whose input and output sizes agree adds its
     input, :math:`\mathbf{h}^{(l)} = \mathbf{h}^{(l-1)} + \sigma(\ldots)`
     (NCN's ``--res``). With ``initial_residual`` :math:`\alpha > 0` every
@@ -88,6 +91,8 @@ class GNNEncoder(nn.Module):
             ``hidden_channels``. (default: ``0.0``)
         layer_options (Mapping, optional): Keyword arguments every layer is
             built with (``{"hops": K}`` for ``"agdn"``). (default: ``None``)
+        relu (bool): A ReLU before each dropout between layers. (default:
+            ``True``)
 
     Shapes:
         - **input:** node input :math:`(N, F)`, adjacency :math:`(N, N)`
@@ -99,11 +104,12 @@ class GNNEncoder(nn.Module):
         self, name: str, in_channels: int, hidden_channels: int, num_layers: int,
         dropout: float = 0.0, activate_last_layer: bool = False, residual: bool = False,
         layer_norm: bool = False, edge_dropout: float = 0.0, initial_residual: float = 0.0,
-        layer_options: Mapping[str, object] | None = None,
+        layer_options: Mapping[str, object] | None = None, relu: bool = True,
     ) -> None:
         super().__init__()
         self.name = name
         self.dropout = dropout
+        self.relu = relu
         self.activate_last_layer = activate_last_layer
         self.residual = residual
         self.edge_dropout = edge_dropout
@@ -173,6 +179,8 @@ class GNNEncoder(nn.Module):
             return conv(x.float(), adj)
 
     def _activate(self, x: Tensor) -> Tensor:
+        if not self.relu:
+            return nn.functional.dropout(x, self.dropout, self.training)
         return relu_dropout(x, self.dropout, self.training)
 
     def __repr__(self) -> str:
@@ -180,4 +188,4 @@ class GNNEncoder(nn.Module):
                 f"out_channels={self.out_channels}, "
                 f"activate_last_layer={self.activate_last_layer}, residual={self.residual}, "
                 f"layer_norm={bool(self.norms)}, edge_dropout={self.edge_dropout}, "
-                f"initial_residual={self.initial_residual})")
+                f"initial_residual={self.initial_residual}, relu={self.relu})")

@@ -219,3 +219,8 @@ def test_diffusion_hops_below_one_is_refused_and_shapes_only_agdn_runs():
         PLNLPConfig(encoder="agdn", diffusion_hops=0).validate()
     assert "diffusion_hops" not in PLNLPConfig().shaping_settings()
     assert "diffusion_hops" in PLNLPConfig(encoder="agdn").shaping_settings()
+
+
+def test_encoder_relu_shapes_runs_of_encoders_with_weights_only():
+    assert "encoder_relu" in PLNLPConfig().shaping_settings()
+    assert "encoder_relu" not in PLNLPConfig(encoder="sum", embedding_dim=256).shaping_settings()

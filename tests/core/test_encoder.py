@@ -169,3 +169,25 @@ def test_build_model_gives_agdn_layers_their_hops():
     model = build_model(config, DATASETS.get("ddi"), NUM_NODES)
     assert [conv.hops for conv in model.encoder.convs] == [2, 2]
     assert model.encoder.convs[0].hop_weights.shape == (3, 8)
+
+
+def test_an_encoder_without_relu_is_a_stack_of_its_convolutions():
+    torch.manual_seed(0)
+    adj, _ = build_adjacency(EDGES, NUM_NODES)
+    x = torch.randn(NUM_NODES, 6)
+    encoder = GNNEncoder("gcn", 6, 6, num_layers=2, dropout=0.5, relu=False).eval()
+    first, second = encoder.convs
+    torch.testing.assert_close(encoder(x, adj), second(first(x, adj), adj))
+    with_relu = GNNEncoder("gcn", 6, 6, num_layers=2, dropout=0.5).eval()
+    with_relu.load_state_dict(encoder.state_dict())
+    torch.testing.assert_close(with_relu(x, adj), second(torch.relu(first(x, adj)), adj))
+    assert not torch.allclose(encoder(x, adj), with_relu(x, adj))
+
+
+def test_an_encoder_without_relu_keeps_its_dropout_in_training():
+    torch.manual_seed(0)
+    adj, _ = build_adjacency(EDGES, NUM_NODES)
+    encoder = GNNEncoder("sage", 6, 6, num_layers=1, dropout=0.5, activate_last_layer=True,
+                         relu=False).train()
+    h = encoder(torch.randn(NUM_NODES, 6), adj)
+    assert (h == 0).any() and (h < 0).any()  # dropped entries, and negatives no ReLU cut
