@@ -14,9 +14,10 @@ and value), :math:`N^2` the dense copy of a dense enough adjacency on a GPU
 (2 under ``bf16``), :math:`L` and :math:`H` the encoder's layers and width,
 :math:`B` the positives a step with :math:`n` negatives each, :math:`W` the
 widest of the encoder's and the predictor's widths, :math:`k` the buffers a
-scored pair keeps for the backward (6 at the node level; 36 at the edge level,
-whose common neighbours are gathered per pair) and :math:`B_e` the pairs an
-evaluation chunk scores.
+scored pair keeps for the backward (:math:`3 + 2 L_p` at the node level, with
+:math:`L_p` the predictor's layers; 38 at the edge level, whose common
+neighbours are gathered per pair) and :math:`B_e` the pairs an evaluation
+chunk scores.
 
 :data:`FLOOR_BYTES` and the two :math:`k` were fitted to the allocator peaks
 the benchmark measured on an H200 in fp32 (ddi ``smoke``, ``cpu``, ``paper``
@@ -34,7 +35,7 @@ CONTEXT_BYTES = 512 * MIB
 """A CUDA context, held by every process that uses the GPU (each trial)."""
 FLOOR_BYTES = 450 * MIB
 DENSE_ADJACENCY_ENTRIES = 2**26
-PAIR_BUFFERS = {"node": 7, "edge": 38}
+EDGE_LEVEL_PAIR_BUFFERS = 38
 
 
 def parameter_count(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> int:
@@ -55,7 +56,9 @@ def peak_gpu_bytes(config: PLNLPConfig, info: DatasetInfo, num_nodes: int,
     activation = 2 if config.precision in ("bf16", "auto") else 4
     width = max(config.hidden_channels, config.predictor_hidden)
     pairs = config.batch_size * (1 + config.num_neg)
-    scored = max(PAIR_BUFFERS[config.encoder_level] * pairs, 3 * config.eval_batch_size)
+    buffers = (3 + 2 * config.predictor_layers if config.encoder_level == "node"
+               else EDGE_LEVEL_PAIR_BUFFERS)
+    scored = max(buffers * pairs, 3 * config.eval_batch_size)
     dense = 4 * num_nodes**2 if num_nodes**2 <= DENSE_ADJACENCY_ENTRIES else 0
     encoder = 3 * config.encoder_layers * num_nodes * config.hidden_channels
     return int(CONTEXT_BYTES + FLOOR_BYTES + 16 * parameter_count(config, info, num_nodes)

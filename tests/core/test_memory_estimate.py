@@ -36,4 +36,5 @@ def test_the_estimate_grows_with_the_step_and_shrinks_in_bfloat16():
     base = allocator_mib(PAPER)
     assert allocator_mib(PAPER.replace(batch_size=131072)) > 1.8 * base - 1000
     assert allocator_mib(PAPER.replace(num_neg=5)) > base
+    assert allocator_mib(PAPER.replace(predictor_layers=8)) > 2 * base  # each layer's buffers
     assert allocator_mib(PAPER.replace(precision="bf16")) < 0.7 * base
