@@ -32,14 +32,18 @@ from ray.core.generated import gcs_service_pb2
 
 import pipelines.runtime.interrupts
 import pipelines.runtime.ray_cluster
+from components.artifacts import DatasetMeta
 from components.recording.sweep_tracking import OUTCOME_TAG, TRIAL_TAG, TrialOutcome
 from components.recording.tracking import FAILURE_TAG
+from pipelines.planning.presets import load_preset
+from pipelines.planning.sweep_space import SearchSpace
 from pipelines.run import main as run_main
 from pipelines.runtime import job
 from pipelines.runtime.interrupts import EPOCH_TAG
 from pipelines.standin import main as standin_main
 from pipelines.tune import TUNE_STATE_TAG
 from pipelines.tune import main as tune_main
+from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
 from tests.processes import free_port, pipeline_env, process_group
@@ -274,6 +278,16 @@ ENTRIES: dict[str, Entry] = {
     "space-bad-value": space("num_neg cannot take 0: num_neg must be at least 1"),
     "trials-per-gpu-count": Entry("--trials-per-gpu is 0; give a whole number of trials of at "
                                   "least 1.", 2, "none", "test_bad_trials_per_gpu_are_refused"),
+    "trials-per-gpu-without-gpus": Entry("--trials-per-gpu auto shares GPUs among trials and "
+                                         "the Ray cluster has none; drop it to train on CPUs.",
+                                         2, "none", "test_trials_per_gpu_on_a_cluster_without_"
+                                                    "gpus_is_refused"),
+    "trials-per-gpu-too-many": Entry("--trials-per-gpu 60: each trial needs about", 1, "FAILED",
+                                     "test_trials_that_do_not_fit_a_gpu_are_refused_naming_how_"
+                                     "many_do"),
+    "trial-larger-than-gpu": Entry("a trial needs about", 1, "FAILED",
+                                   "test_trials_that_do_not_fit_a_gpu_are_refused_naming_how_"
+                                   "many_do"),
     "trials-per-gpu-and-gpus": Entry("--trials-per-gpu and --gpus-per-worker both say how much "
                                      "of a GPU a trial holds; give one of them.", 2, "none",
                                      "test_bad_trials_per_gpu_are_refused"),
@@ -637,6 +651,33 @@ def test_bad_trials_per_gpu_are_refused(entry_id, flags, tmp_path, mlflow_store,
     space = write(tmp_path / "space.yaml", f"preset: smoke\n{LR}")
     code = tune_main(["--dataset", "ddi", "--space", str(space), *flags])
     assert_refused(entry_id, code, capsys.readouterr().err, "test_bad_trials_per_gpu_are_refused")
+
+
+@pytest.mark.slow
+def test_trials_per_gpu_on_a_cluster_without_gpus_is_refused(ray_session, mlflow_store, tmp_path,
+                                                             capsys):
+    space = write(tmp_path / "space.yaml", f"preset: smoke\n{LR}")
+    code = tune_main(["--dataset", "ddi", "--space", str(space), "--trials-per-gpu", "auto"])
+    assert_refused("trials-per-gpu-without-gpus", code, capsys.readouterr().err,
+                   "test_trials_per_gpu_on_a_cluster_without_gpus_is_refused")
+
+
+def test_trials_that_do_not_fit_a_gpu_are_refused_naming_how_many_do():
+    """Checked once the graph is loaded, against a GPU's memory read on the
+    cluster: here a 4 GiB GPU and ddi's ``paper`` sizes."""
+    from pipelines.tune import pack_trials
+
+    base = PLNLPConfig.from_mapping({**load_preset("ddi", "paper"), "dataset": "ddi"})
+    space = SearchSpace(Path("space.yaml"), base, DATASETS.get("ddi"),
+                        {"space": {"lr": {"choice": [0.001, 0.01]}}})
+    meta = DatasetMeta("ddi", 4267, False, 0, "hits@20", 1_067_911)
+    for entry_id, trials, gpu_gib in (("trials-per-gpu-too-many", 60, 141),
+                                      ("trial-larger-than-gpu", "auto", 2)):
+        with pytest.raises(PLNLPError) as refused:
+            pack_trials(trials, space, meta, gpu_gib * 2**30)
+        line = f"error: {refused.value}"
+        assert ENTRIES[entry_id].expected in line
+        assert_in_catalog(entry_id, line)
 
 
 @pytest.mark.slow
