@@ -166,8 +166,9 @@ def gpu_summary(samples: list[tuple[float, float]]) -> dict[str, float]:
 
 
 def mlflow_runs(experiment: str | None) -> list[dict]:
-    """Each run of ``experiment``: its id, name, seed, status, seconds and
-    ``final/`` and ``best/`` metrics."""
+    """Each run of ``experiment``: its id, name, seed, status, seconds, and
+    its ``final/``, ``best/``, ``timing/`` and ``startup/`` metrics (the
+    last, where a run's start-up went on the GPU host, for issue 31)."""
     if experiment is None:
         return []
     from mlflow.tracking import MlflowClient
@@ -180,7 +181,7 @@ def mlflow_runs(experiment: str | None) -> list[dict]:
              "seed": run.data.params.get("seed"), "status": run.info.status,
              "seconds": ((run.info.end_time or run.info.start_time) - run.info.start_time) / 1e3,
              "metrics": {k: v for k, v in run.data.metrics.items()
-                         if k.startswith(("final/", "best/", "timing/"))}}
+                         if k.startswith(("final/", "best/", "timing/", "startup/"))}}
             for run in client.search_runs([found.experiment_id])]
 
 
