@@ -3,21 +3,21 @@ graph's size before anything is put on a GPU: what a sweep needs to pack
 trials onto one.
 
 .. math::
-    M = C + F + 16 P + 12 \cdot 2E + 4 N^2 [N^2 \le 2^{26}]
+    M = C + F + 16 P + 12 \cdot 2E + 4 N^2 [\mathrm{dense}]
         + b \, \bigl(3 L N H + \max(k \cdot B (1 + n) W, \; 3 B_e W)\bigr),
 
 where :math:`C` is the process's CUDA context, :math:`F` the allocator's and
 the kernels' floor, :math:`P` the parameters (fp32 weights, gradients and
-Adam's two moments), :math:`E` the training edges (both directions, index
-and value), :math:`N^2` the dense copy of a dense enough adjacency on a GPU
-(``plnlp_core/nn/mean_aggregation.py``), :math:`b` the bytes of an activation
-(2 under ``bf16``), :math:`L` and :math:`H` the encoder's layers and width,
-:math:`B` the positives a step with :math:`n` negatives each, :math:`W` the
-widest of the encoder's and the predictor's widths, :math:`k` the buffers a
-scored pair keeps for the backward (:math:`3 + 2 L_p` at the node level, with
-:math:`L_p` the predictor's layers; 38 at the edge level, whose common
-neighbours are gathered per pair) and :math:`B_e` the pairs an evaluation
-chunk scores.
+Adam's two moments), :math:`E` the training edges (both directions, index and
+value), :math:`4 N^2` the dense copy of the adjacency a GPU aggregates over
+when :func:`~plnlp_core.nn.mean_aggregation.dense_pays_off`, :math:`b` the
+bytes of an activation (2 under ``bf16``), :math:`L` and :math:`H` the
+encoder's layers and width, :math:`B` the positives a step with :math:`n`
+negatives each, :math:`W` the widest of the encoder's and the predictor's
+widths, :math:`k` the buffers a scored pair keeps for the backward (:math:`3 +
+2 L_p` at the node level, with :math:`L_p` the predictor's layers; 38 at the
+edge level, whose common neighbours are gathered per pair) and :math:`B_e` the
+pairs an evaluation chunk scores.
 
 :data:`FLOOR_BYTES` and the two :math:`k` were fitted to the allocator peaks
 the benchmark measured on an H200 in fp32 (ddi ``smoke``, ``cpu``, ``paper``
@@ -29,12 +29,12 @@ import torch
 
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DatasetInfo
+from plnlp_core.nn.mean_aggregation import dense_pays_off
 
 MIB = 2**20
 CONTEXT_BYTES = 512 * MIB
 """A CUDA context, held by every process that uses the GPU (each trial)."""
 FLOOR_BYTES = 450 * MIB
-DENSE_ADJACENCY_ENTRIES = 2**26
 EDGE_LEVEL_PAIR_BUFFERS = 38
 
 
@@ -59,7 +59,8 @@ def peak_gpu_bytes(config: PLNLPConfig, info: DatasetInfo, num_nodes: int,
     buffers = (3 + 2 * config.predictor_layers if config.encoder_level == "node"
                else EDGE_LEVEL_PAIR_BUFFERS)
     scored = max(buffers * pairs, 3 * config.eval_batch_size)
-    dense = 4 * num_nodes**2 if num_nodes**2 <= DENSE_ADJACENCY_ENTRIES else 0
+    dense = 4 * num_nodes**2 if dense_pays_off(num_nodes, 2 * num_train_edges,
+                                               torch.device("cuda")) else 0
     encoder = 3 * config.encoder_layers * num_nodes * config.hidden_channels
     return int(CONTEXT_BYTES + FLOOR_BYTES + 16 * parameter_count(config, info, num_nodes)
                + 24 * num_train_edges + dense + activation * (encoder + scored * width))
