@@ -30,10 +30,12 @@ def train_and_evaluate(
     checkpoints: "str | Path | Location",
     max_failures: int = 3, callbacks: list[ray.train.UserCallback] = (),
     decision_epochs: Collection[int] = (), stop: threading.Event | None = None,
+    heart: HeartArtifact | None = None,
 ) -> dict[str, float]:
     """One seed of one config in the active MLflow run: its random walks
     (when it uses them) and HeaRT's negatives (when it is scored on them:
-    :func:`heart_stage`), :func:`train_in_run`, then the best model's
+    ``heart``, which the caller built once for all its seeds or trials,
+    else :func:`heart_stage`), :func:`train_in_run`, then the best model's
     ``final_*`` metrics, logged and returned, and the best model as the
     run's MLflow ``model``. The training worker writes both where it
     trained, on its GPU or CPU threads, before it ends (see
@@ -42,7 +44,8 @@ def train_and_evaluate(
     config.validate_graph(dataset.meta.num_nodes, dataset.meta.categories)
     cache_root = location(dataset.directory).parent  # walks are cached beside their splits
     walks = augment(dataset, config, cache_root) if config.uses_random_walk else None
-    heart = heart_stage(dataset, config, workers.cpus_per_worker)
+    if heart is None or heart.num_negatives != config.heart_negatives:
+        heart = heart_stage(dataset, config, workers.cpus_per_worker)
     with run_checkpoints(checkpoints) as storage:
         train_in_run(dataset, walks, config, workers, storage, max_failures, callbacks,
                      decision_epochs, export=True, stop=stop, heart=heart)

@@ -48,10 +48,10 @@ def pipeline(plan: RunPlan) -> dict[str, float]:
     extra = plan.params()
     if plan.run_id is None:
         log_config(plan.config, extra, heuristic=plan.model != "plnlp")
+    # scipy's sparse products run on CPUs alone: as many as a worker holds
+    cpus = request.workers.cpus_per_worker
+    heart = heart_stage(dataset, plan.config, cpus)  # once for every seed
     if plan.model != "plnlp":
-        # scipy's sparse products run on CPUs alone: as many as a worker holds
-        cpus = request.workers.cpus_per_worker
-        heart = heart_stage(dataset, plan.config, cpus)
         final = ray.get(evaluate_heuristic.options(num_cpus=cpus).remote(
             dataset, plan.model.split(":")[1], plan.config, heart))
         log_metrics(final)
@@ -59,7 +59,7 @@ def pipeline(plan: RunPlan) -> dict[str, float]:
     checkpoints = checkpoint_root(request.work_dir)
     if plan.runs == 1:
         final = train_and_evaluate(dataset, plan.config, request.workers, checkpoints,
-                                   request.max_failures)
+                                   request.max_failures, heart=heart)
         register(plan, {mlflow.active_run().info.run_id: final})
         return final
     finals, children = [], {}
@@ -76,7 +76,7 @@ def pipeline(plan: RunPlan) -> dict[str, float]:
             if resumed is None:
                 log_config(seeded, extra)
             finals.append(train_and_evaluate(dataset, seeded, request.workers, checkpoints,
-                                             request.max_failures))
+                                             request.max_failures, heart=heart))
             if resumed is not None:
                 clear_failure()
     summary = summary_metrics(finals)

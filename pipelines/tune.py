@@ -82,8 +82,8 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
     if request.resume is None:
         log_config(space.base, space.describe(), exclude=space.searched)
         log_text(request.space.read_text(), "search_space.yaml")
-    heart_stage(dataset, space.base, space.resources.cpus_per_worker)  # once, before the trials
-    options = {"tracking_uri": mlflow.get_tracking_uri(), "metric": space.metric,
+    heart = heart_stage(dataset, space.base, space.resources.cpus_per_worker)  # for every trial
+    options = {"tracking_uri": mlflow.get_tracking_uri(), "metric": space.metric, "heart": heart,
                "checkpoints": checkpoint_root(request.work_dir).uri,
                "max_failures": request.max_failures, "parent_run_id": parent.run_id,
                "experiment_id": parent.experiment_id, "workers": space.resources.worker_group(),
@@ -296,10 +296,11 @@ def run_sweep(request: SweepRequest) -> int:
         return 2
     space, experiment = swept
     try:
-        if request.trials_per_gpu is not None and not ray.cluster_resources().get("GPU"):
+        available = ray.cluster_resources()
+        if request.trials_per_gpu is not None and not available.get("GPU"):
             raise PLNLPError(f"--trials-per-gpu {request.trials_per_gpu} shares GPUs among "
                              "trials and the Ray cluster has none; drop it to train on CPUs.")
-        space.check_cluster(ray.cluster_resources())
+        space.check_cluster(available)
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
