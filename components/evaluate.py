@@ -1,9 +1,7 @@
 """Stage ``evaluate``: OGB's Evaluator (AUC and Hits@K for own graphs) on
 the best checkpoint (see :func:`components.final_export.finish`), or on a
-classic heuristic's scores; with HeaRT's negatives (see
-:mod:`components.heart`), HeaRT's MRR and Hits@K too."""
-from collections.abc import Mapping
-
+classic heuristic's scores, with HeaRT's MRR and Hits@K when given HeaRT's
+negatives (see :mod:`components.heart`)."""
 import ray
 import torch
 from torch import Tensor
@@ -33,21 +31,6 @@ def final_metrics(
     splits = {"valid": (split.valid_pos, split.valid_neg), "test": (split.test_pos, split.test_neg)}
     x = None if split.x is None else split.x.to(adj.device)
     return evaluate(model, split.info, x, adj, splits, config.eval_batch_size)
-
-
-@torch.no_grad()
-def heart_final_metrics(
-    split: LinkSplit, model: PLNLPModel, adj: Tensor, config: PLNLPConfig,
-    negatives: Mapping[str, Tensor],
-) -> dict[str, float]:
-    """``model``'s HeaRT metrics over its input graph ``adj``, each part's
-    positives ranked against its ``negatives``, keyed ``<split>_heart_<metric>``
-    (e.g. ``test_heart_mrr``)."""
-    model.eval()
-    x = None if split.x is None else split.x.to(adj.device)
-    h = model.encode(x, adj)
-    return heart_split_metrics(lambda pairs: model.score(h, pairs.to(h.device), adj), split,
-                               negatives, config.eval_batch_size)
 
 
 def load_trained(

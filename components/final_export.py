@@ -24,13 +24,14 @@ from pathlib import Path
 
 from torch import Tensor, nn
 
-from components.evaluate import final_metrics, heart_final_metrics
+from components.evaluate import final_metrics
 from components.storage.location import Location, location, node_scratch_dir
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.data.node_ids import NodeIds
 from plnlp_core.errors import PLNLPError
 from plnlp_core.nn.model import unwrap
+from plnlp_core.scoring.heart import heart_split_metrics
 from plnlp_core.scoring.link_scorer import LinkScorer
 
 FINAL_FILE = "final.json"
@@ -45,15 +46,16 @@ def finish(
     """The run's finish, the same for the main job and the kubeflow
     pipeline: ``model``'s ``final_*`` metrics (its best epoch's evaluation
     ``metrics`` when the caller has them, else evaluated here over ``adj``;
-    with ``heart_negatives``, HeaRT's metrics too) and its scorer encoded
-    over ``adj``, written into ``directory`` by :func:`write_final`.
-    Returns the metrics."""
+    with ``heart_negatives``, HeaRT's metrics too, scored by the scorer) and
+    its scorer encoded over ``adj``, written into ``directory`` by
+    :func:`write_final`. Returns the metrics."""
     evaluated = final_metrics(split, model, adj, config) if metrics is None else metrics
+    scorer = LinkScorer.encode(model, split, adj, config, node_ids)
     if heart_negatives is not None:
-        evaluated = {**evaluated,
-                     **heart_final_metrics(split, model, adj, config, heart_negatives)}
+        evaluated = {**evaluated, **heart_split_metrics(scorer.score, split, heart_negatives,
+                                                        config.eval_batch_size)}
     final = {f"final_{key}": value for key, value in evaluated.items()}
-    write_final(directory, final, LinkScorer.encode(model, split, adj, config, node_ids))
+    write_final(directory, final, scorer)
     return final
 
 
