@@ -19,7 +19,7 @@ from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.nn import PLNLPModel
 from plnlp_core.scoring.evaluation import evaluate
 from plnlp_core.scoring.heart import heart_split_metrics
-from plnlp_core.scoring.heuristics import adjacency, heuristic_metrics, heuristic_scorer
+from plnlp_core.scoring.heuristics import adjacency, heuristic_scorer, scorer_metrics
 from plnlp_core.training import resolve_precision, set_matmul_precision
 
 
@@ -59,8 +59,8 @@ def evaluate_heuristic(
     ``heart``, its HeaRT metrics too."""
     split = read_split(local_entry(dataset.directory))
     edges, _ = input_edges(split, config)
-    metrics = heuristic_metrics(name, split, edges)
+    scorer = heuristic_scorer(name, adjacency(edges, split.num_nodes))
+    metrics = scorer_metrics(scorer, split)
     if heart is not None:
-        scorer = heuristic_scorer(name, adjacency(edges, split.num_nodes))
         metrics.update(heart_split_metrics(scorer, split, read_heart_negatives(heart)))
     return {f"final_{key}": value for key, value in metrics.items()}

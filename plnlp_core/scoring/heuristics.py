@@ -97,7 +97,13 @@ def heuristic_metrics(name: str, split: LinkSplit, edges: Tensor | None = None,
     edges; pass the validation edges too where they are an input)."""
     HEURISTICS.get(name)  # an unknown name fails before the graph is built
     adj = adjacency(split.train_pos if edges is None else edges, split.num_nodes)
-    scorer = heuristic_scorer(name, adj, batch_size)
+    return scorer_metrics(heuristic_scorer(name, adj, batch_size), split)
+
+
+def scorer_metrics(scorer: Callable[[Tensor], Tensor], split: LinkSplit) -> dict[str, float]:
+    """OGB's valid and test metrics of ``scorer`` (pairs ``[M, 2]`` to scores
+    ``[M]``) on ``split``'s positives and negatives, keyed ``valid_hits_20``,
+    ``test_auc``, ..."""
     metrics = {}
     for part in ("valid", "test"):
         pos, neg = (scorer(getattr(split, f"{part}_{kind}")) for kind in ("pos", "neg"))
