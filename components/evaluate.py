@@ -17,20 +17,10 @@ from plnlp_core.assembly import build_input_adjacency, build_model, input_edges
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.nn import PLNLPModel
-from plnlp_core.scoring.evaluation import evaluate
+from plnlp_core.scoring.evaluation import scorer_metrics
 from plnlp_core.scoring.heart import heart_split_metrics
-from plnlp_core.scoring.heuristics import adjacency, heuristic_scorer, scorer_metrics
+from plnlp_core.scoring.heuristics import adjacency, heuristic_scorer
 from plnlp_core.training import resolve_precision, set_matmul_precision
-
-
-def final_metrics(
-    split: LinkSplit, model: PLNLPModel, adj: Tensor, config: PLNLPConfig,
-) -> dict[str, float]:
-    """``model``'s validation and test metrics over its input graph ``adj``,
-    keyed ``<split>_<metric>`` (e.g. ``test_hits_20``)."""
-    splits = {"valid": (split.valid_pos, split.valid_neg), "test": (split.test_pos, split.test_neg)}
-    x = None if split.x is None else split.x.to(adj.device)
-    return evaluate(model, split.info, x, adj, splits, config.eval_batch_size)
 
 
 def load_trained(

@@ -24,13 +24,13 @@ from pathlib import Path
 
 from torch import Tensor, nn
 
-from components.evaluate import final_metrics
 from components.storage.location import Location, location, node_scratch_dir
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.data.node_ids import NodeIds
 from plnlp_core.errors import PLNLPError
 from plnlp_core.nn.model import unwrap
+from plnlp_core.scoring.evaluation import scorer_metrics
 from plnlp_core.scoring.heart import heart_split_metrics
 from plnlp_core.scoring.link_scorer import LinkScorer
 
@@ -49,8 +49,8 @@ def finish(
     with ``heart_negatives``, HeaRT's metrics too, scored by the scorer) and
     its scorer encoded over ``adj``, written into ``directory`` by
     :func:`write_final`. Returns the metrics."""
-    evaluated = final_metrics(split, model, adj, config) if metrics is None else metrics
     scorer = LinkScorer.encode(model, split, adj, config, node_ids)
+    evaluated = scorer_metrics(scorer.score, split) if metrics is None else metrics
     if heart_negatives is not None:
         evaluated = {**evaluated, **heart_split_metrics(scorer.score, split, heart_negatives,
                                                         config.eval_batch_size)}

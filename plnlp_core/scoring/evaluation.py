@@ -1,9 +1,11 @@
 """Link-prediction metrics: OGB's own :class:`Evaluator` (Hits@K, MRR), and
 AUC for graphs of one's own."""
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 
-from plnlp_core.data.datasets import DatasetInfo
+from plnlp_core.data.datasets import DatasetInfo, LinkSplit
 from plnlp_core.nn import PLNLPModel
 
 # Own graphs take OGB's Hits@K from the Evaluator of a Hits dataset, its K set per cut-off.
@@ -40,6 +42,18 @@ def ogb_metrics(info: DatasetInfo, pos_score: Tensor, neg_score: Tensor) -> dict
         evaluator.K = k
         result = evaluator.eval({"y_pred_pos": pos_score, "y_pred_neg": neg_score})
         metrics[f"hits_{k}"] = float(result[f"hits@{k}"])
+    return metrics
+
+
+def scorer_metrics(scorer: Callable[[Tensor], Tensor], split: LinkSplit) -> dict[str, float]:
+    """OGB's valid and test metrics of ``scorer`` (pairs ``[M, 2]`` to scores
+    ``[M]``) on ``split``'s positives and negatives, keyed ``valid_hits_20``,
+    ``test_auc``, ..."""
+    metrics = {}
+    for part in ("valid", "test"):
+        pos, neg = (scorer(getattr(split, f"{part}_{kind}")) for kind in ("pos", "neg"))
+        metrics.update({f"{part}_{key}": value
+                        for key, value in ogb_metrics(split.info, pos, neg).items()})
     return metrics
 
 

@@ -20,7 +20,7 @@ from torch import Tensor
 
 from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.registry import Registry
-from plnlp_core.scoring.evaluation import ogb_metrics
+from plnlp_core.scoring.evaluation import scorer_metrics
 
 DENSE_ENTRIES = 2**26
 """Largest :math:`N^2` for which a graph's ``[N, N]`` tables are held dense
@@ -99,14 +99,3 @@ def heuristic_metrics(name: str, split: LinkSplit, edges: Tensor | None = None,
     adj = adjacency(split.train_pos if edges is None else edges, split.num_nodes)
     return scorer_metrics(heuristic_scorer(name, adj, batch_size), split)
 
-
-def scorer_metrics(scorer: Callable[[Tensor], Tensor], split: LinkSplit) -> dict[str, float]:
-    """OGB's valid and test metrics of ``scorer`` (pairs ``[M, 2]`` to scores
-    ``[M]``) on ``split``'s positives and negatives, keyed ``valid_hits_20``,
-    ``test_auc``, ..."""
-    metrics = {}
-    for part in ("valid", "test"):
-        pos, neg = (scorer(getattr(split, f"{part}_{kind}")) for kind in ("pos", "neg"))
-        metrics.update({f"{part}_{key}": value
-                        for key, value in ogb_metrics(split.info, pos, neg).items()})
-    return metrics
