@@ -19,6 +19,12 @@ Jobs, in order (``--only`` picks some; ``--list`` prints them):
   (``--trials-per-gpu``), and the same configs through ``run.py`` one after
   the other (issue 31: the sweep's goal is at most 0.35 of the runs' time).
 
+Before the jobs, it times importing Ray, MLflow and OGB in a new
+interpreter, compiles the packages ``PYTHONPATH`` adds (the GPU bundle's,
+unpacked from wheels without bytecode) and times the import again
+(``benchmarks/import_bytecode.py``): every process Ray starts pays that
+import, and the later jobs start with bytecode.
+
 ``--smoke`` runs every job on CPUs at one step an epoch, with the ppa
 stand-in small: a check of the script itself before GPU time is spent.
 
@@ -45,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from import_bytecode import bytecode_figures, python_path_sites
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = Path(__file__).with_name("ddi_variants.yaml")
@@ -207,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{(args.out / 'mlflow.db').resolve()}")
-    report = {"budget_s": args.budget_s, "jobs": []}
+    report = {"budget_s": args.budget_s, "bytecode": bytecode_figures(python_path_sites()),
+              "jobs": []}
     for job in chosen:
         if job.estimate_s > deadline - time.time():
             report["jobs"].append({"name": job.name, "skipped": "its estimate exceeds the budget"})

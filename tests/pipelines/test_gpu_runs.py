@@ -1,17 +1,26 @@
 """The prepared GPU session (benchmarks/gpu_runs.py): every pipeline command
 it would run is a valid plan, so GPU time is not lost to a typo, and its
-CPU smoke keeps the jobs but not the GPU."""
+CPU smoke keeps the jobs but not the GPU; the bytecode check before the
+jobs compiles what PYTHONPATH adds."""
 import importlib.util
+import sys
 from pathlib import Path
+
+import pytest
 
 from pipelines.planning.arguments import run_request, sweep_request
 from pipelines.planning.run_plan import plan_run
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_runs.py"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(autouse=True)
+def benchmarks_importable(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # as running a script there makes it
 
 
 def gpu_runs():
-    spec = importlib.util.spec_from_file_location("gpu_runs", SCRIPT)
+    spec = importlib.util.spec_from_file_location("gpu_runs", BENCHMARKS / "gpu_runs.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -41,3 +50,21 @@ def test_the_smoke_runs_the_same_jobs_on_cpus_at_one_step_an_epoch():
             assert ("cuda" in command) == ("--quick" in smoke)
             if "heart_negatives=500" in command:
                 assert smoke[-1] == "heart_negatives=10"
+
+
+def test_the_bytecode_check_compiles_python_path_s_packages_but_not_the_project(
+        tmp_path, monkeypatch):
+    import import_bytecode
+
+    site = tmp_path / "site"
+    (site / "unpacked").mkdir(parents=True)
+    (site / "unpacked" / "__init__.py").write_text("VALUE = 1\n")
+    project = BENCHMARKS.parent
+    monkeypatch.setenv("PYTHONPATH", f"{site}:{project}:{tmp_path / 'missing'}")
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # only compileall may write bytecode
+    assert import_bytecode.python_path_sites() == [site]
+    figures = import_bytecode.bytecode_figures([site], "unpacked")
+    cache = site / "unpacked" / "__pycache__"
+    assert list(cache.glob(f"__init__.{sys.implementation.cache_tag}*.pyc"))
+    assert figures["sites"] == [str(site)] and figures["dont_write_bytecode"]
+    assert figures["import_before_s"] > 0 and figures["import_after_s"] > 0
