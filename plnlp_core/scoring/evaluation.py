@@ -45,16 +45,21 @@ def ogb_metrics(info: DatasetInfo, pos_score: Tensor, neg_score: Tensor) -> dict
     return metrics
 
 
+def split_metrics(scorer: Callable[[Tensor], Tensor], info: DatasetInfo,
+                  splits: dict[str, tuple[Tensor, Tensor]]) -> dict[str, float]:
+    """OGB's metrics (:func:`ogb_metrics`) of ``scorer`` (pairs ``[M, 2]`` to
+    scores ``[M]``) on every split in ``splits`` (name to positive and
+    negative pairs), keyed ``<split>_<metric>``, e.g. ``valid_hits_20``."""
+    return {f"{name}_{key}": value for name, (pos, neg) in splits.items()
+            for key, value in ogb_metrics(info, scorer(pos), scorer(neg)).items()}
+
+
 def scorer_metrics(scorer: Callable[[Tensor], Tensor], split: LinkSplit) -> dict[str, float]:
-    """OGB's valid and test metrics of ``scorer`` (pairs ``[M, 2]`` to scores
-    ``[M]``) on ``split``'s positives and negatives, keyed ``valid_hits_20``,
-    ``test_auc``, ..."""
-    metrics = {}
-    for part in ("valid", "test"):
-        pos, neg = (scorer(getattr(split, f"{part}_{kind}")) for kind in ("pos", "neg"))
-        metrics.update({f"{part}_{key}": value
-                        for key, value in ogb_metrics(split.info, pos, neg).items()})
-    return metrics
+    """:func:`split_metrics` of ``scorer`` on ``split``'s validation and test
+    positives and negatives (``valid_hits_20``, ``test_auc``, ...)."""
+    parts = {part: (getattr(split, f"{part}_pos"), getattr(split, f"{part}_neg"))
+             for part in ("valid", "test")}
+    return split_metrics(scorer, split.info, parts)
 
 
 def auc(pos_score: Tensor, neg_score: Tensor) -> float:
@@ -81,14 +86,8 @@ def evaluate(
     model: PLNLPModel, info: DatasetInfo, x: Tensor | None, adj: Tensor,
     splits: dict[str, tuple[Tensor, Tensor]], batch_size: int,
 ) -> dict[str, float]:
-    """Metrics of every split in ``splits`` (name to positive and negative
-    pairs), keyed ``<split>_<metric>``, e.g. ``valid_hits_20``."""
+    """:func:`split_metrics` of ``model``, its nodes encoded once over ``adj``."""
     model.eval()
     h = model.encode(x, adj)
-    metrics = {}
-    for name, (pos, neg) in splits.items():
-        pos_score = score_pairs(model, h, pos.to(h.device), batch_size, adj)
-        neg_score = score_pairs(model, h, neg.to(h.device), batch_size, adj)
-        for key, value in ogb_metrics(info, pos_score, neg_score).items():
-            metrics[f"{name}_{key}"] = value
-    return metrics
+    return split_metrics(lambda pairs: score_pairs(model, h, pairs.to(h.device), batch_size, adj),
+                         info, splits)
