@@ -26,6 +26,9 @@ from plnlp_core.data.datasets import DATASETS, DatasetInfo
 from plnlp_core.errors import PLNLPError
 
 WALK_STARTS = ("all", "train_endpoints", "edge_endpoints")
+HEART_MODES = ("heart", "heart_filtered")
+"""``heart_mode``: HeaRT's protocol, or every known link masked
+(:data:`plnlp_core.scoring.hard_negatives.HARD_NEGATIVE_MODES`)."""
 WALK_POSITIVES = ("union", "walks")
 EDGE_MARGINS = ("normalized", "raw")
 LR_DECAYS = ("none", "linear")
@@ -107,6 +110,8 @@ class PLNLPConfig:
     eval_batch_size: int = 262144
     select_best: str = "first"
     heart_negatives: int = 0  # 0: no HeaRT evaluation of the final model
+    heart_mode: str = "heart"  # heart: HeaRT's protocol; heart_filtered: every known link masked
+    heart_files: str | None = None  # a folder of HeaRT's published heart_{valid,test}_samples.npy
     checkpoint_every: int = 10
     seed: int = 0
 
@@ -146,11 +151,10 @@ class PLNLPConfig:
         parts the config leaves out (:data:`PARTS`). A part stays when one
         of its choices is in ``open_choices`` (the settings a sweep
         searches, which each trial chooses)."""
-        if heuristic:
-            return {key: getattr(self, key) for key in HEURISTIC_SETTINGS}
         unused = {key for part in PARTS if part.left_out(self)
                   and not set(part.choices) & set(open_choices) for key in part.settings}
-        return {key: value for key, value in self.to_dict().items() if key not in unused}
+        keys = HEURISTIC_SETTINGS if heuristic else self.to_dict()
+        return {key: getattr(self, key) for key in keys if key not in unused}
 
     def validate(self, info: DatasetInfo | None = None) -> DatasetInfo:
         """Refuses impossible settings with one sentence; returns the
@@ -165,7 +169,8 @@ class PLNLPConfig:
                              ("negatives", NEGATIVE_MODES), ("lr_decay", LR_DECAYS),
                              ("select_best", SELECT_BEST), ("precision", PRECISIONS),
                              ("embedding_init", EMBEDDING_INITS),
-                             ("encoder_level", ENCODER_LEVEL_CHOICES)):
+                             ("encoder_level", ENCODER_LEVEL_CHOICES),
+                             ("heart_mode", HEART_MODES)):
             _check_choice(key, getattr(self, key), choices)
         for key in ("embedding_dim", "hidden_channels", "encoder_layers", "predictor_hidden",
                     "predictor_layers", "num_neg", "epochs", "batch_size", "eval_every",
@@ -195,6 +200,7 @@ class PLNLPConfig:
                 f"positive, half replacing each endpoint (HeaRT uses 500), got "
                 f"{self.heart_negatives}."
             )
+        self._validate_heart()
         if self.walk_length < 0:
             raise PLNLPError(f"walk_length must be 0 (off) or positive, got {self.walk_length}.")
         if not self.uses_random_walk and (self.walk_rounds > 1 or self.walk_positives == "walks"):
@@ -206,6 +212,16 @@ class PLNLPConfig:
         self._validate_edge_level()
         self._validate_against(info)
         return info
+
+    def _validate_heart(self) -> None:
+        if self.heart_files is not None and not self.heart_negatives:
+            raise PLNLPError(
+                "heart_files needs heart_negatives set to the files' number of negatives per "
+                "positive (HeaRT's: 500).")
+        if self.heart_files is not None and self.heart_mode != "heart":
+            raise PLNLPError(
+                "heart_files are HeaRT's own negatives (heart_mode=heart), and heart_filtered "
+                "builds its own; leave heart_files out or set heart_mode=heart.")
 
     def _validate_encoder_options(self) -> None:
         if self.encoder_initial_residual < 0:
@@ -384,7 +400,7 @@ NCN_SETTINGS = {key: EDGE_LEVEL_SETTINGS[key] for key in EDGE_LEVEL_SETTINGS
 GRAPH_SETTINGS = ("dataset", "valid_as_input", "min_train_year")
 """The settings of the observed graph a model starts from."""
 
-HEURISTIC_SETTINGS = (*GRAPH_SETTINGS, "heart_negatives")
+HEURISTIC_SETTINGS = (*GRAPH_SETTINGS, "heart_negatives", "heart_mode", "heart_files")
 """All that a heuristic's run reads: its graph, and whether it is scored on
 HeaRT's negatives too."""
 
@@ -440,11 +456,12 @@ PARTS = (
     Part(("sampler",), ("degree_power",), lambda c: c.sampler != "local"),
     Part(("sampler",), ("candidate_pool",), lambda c: not SAMPLER_CHOICES.get(c.sampler)),
     Part(("sampler",), ("generator_dim", "generator_lr"), lambda c: c.sampler != "adversarial"),
+    Part(("heart_negatives",), ("heart_mode", "heart_files"), lambda c: not c.heart_negatives),
 )
 """The parts a config may leave out (random walks, an embedding, the
 encoder's layers, the edge level, NCN, the edge MLP's counts, a predictor's
-MLP, weighted margins, a sampler's own settings): a run that leaves a part
-out logs none of its settings."""
+MLP, weighted margins, a sampler's own settings, HeaRT's evaluation): a run
+that leaves a part out logs none of its settings."""
 
 
 def _check_choice(key: str, value: str, choices: tuple[str, ...]) -> None:

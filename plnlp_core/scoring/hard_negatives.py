@@ -1,109 +1,173 @@
 r"""HeaRT's hard negatives (Li et al., 2023, "Evaluating Graph Neural Networks
-for Link Prediction: Current Pitfalls and New Benchmarking", Sec. 4): each
-positive :math:`(a, b)` is ranked against :math:`K` corruptions of itself,
-:math:`K/2` pairs :math:`(a, n)` (the target replaced) and :math:`K/2` pairs
-:math:`(n, b)` (the source replaced), where the :math:`n` of an anchor
-:math:`u \in \{a, b\}` are the candidates that heuristics on the training graph
-put closest to :math:`u`.
+for Link Prediction: Current Pitfalls and New Benchmarking", Sec. 4), built by
+the rules of the authors' generator (``heart_negatives/`` of
+Juanhui28/HeaRT): each positive :math:`(a, b)` is ranked against :math:`K`
+corruptions of itself, :math:`K/2` pairs :math:`(a, n)` (the target replaced)
+and :math:`K/2` pairs :math:`(n, b)` (the source replaced).
 
-Each heuristic :math:`h` (resource allocation, personalized PageRank and, for
-a graph with node features, their cosine similarity) ranks the candidates
-:math:`C(u)` it scores above 0, tied candidates sharing the last of their
-places, and the ranks are merged by their minimum,
+For an anchor :math:`u \in \{a, b\}` every node :math:`v` gets a score from
+each heuristic :math:`h`: HeaRT's "RA" table, a common-neighbour count scaled
+by the candidate's degree (the columns of :math:`A \, \mathrm{diag}(1/d)`),
 
 .. math::
-    r_h(u, v) = \bigl|\{w \in C(u) : s_h(u, w) \ge s_h(u, v)\}\bigr|, \qquad
-    r(u, v) = \min_h r_h(u, v),
+    s_{\mathrm{RA}}(u, v) = \frac{1}{d_v} \sum_w A_{uw} A_{wv},
 
-where a candidate that :math:`h` scores 0 ranks just after all those it scores
-above 0. The :math:`K/2` candidates of lowest :math:`r(u, \cdot)` are the
-negatives of :math:`u`; those no heuristic scores above 0 come last, and a
-seeded random priority orders ties. :math:`C(u)` leaves out :math:`u` and every
-node :math:`u` has a known edge with (training, the positives, and any edges
-passed as ``exclude``), so no negative is a known edge (HeaRT's own script
-filters only the training edges, and for the test split the validation edges
-too). An anchor with fewer candidates than :math:`K/2` repeats them in order.
-
-The heuristics, on the training graph :math:`A` with degrees :math:`d`, are
-:math:`s_{\mathrm{RA}}(u, v) = \sum_w A_{uw} A_{wv} / d_w` and the personalized
-PageRank from :math:`u`, truncated after :math:`T` steps of the walk
-:math:`P = D^{-1} A` that restarts with probability :math:`\alpha`,
+and the personalized PageRank of :math:`v` from :math:`u` by Andersen's push
+(restart :math:`\alpha`, a node pushed while its residual is at least
+:math:`\alpha \varepsilon d_v`), with the cosine similarity of node features
+added on a graph of one's own that has them. The masked nodes (:math:`u`, the
+other endpoint, and the links of the mask below) score :math:`-1`. Each
+heuristic ranks the nodes it scores above 0 from 1, ties taking the best place
+of their value counted from the largest distinct one,
 
 .. math::
-    \boldsymbol{\pi}_u = \alpha \sum_{t=0}^{T} (1 - \alpha)^t \, \mathbf{e}_u P^t.
+    r_h(u, v) = \bigl|\{w : s_h(u, v) \le s_h(u, w) < \max_{w'} s_h(u, w'),\,
+    s_h(u, w) > 0\}\bigr| + 1,
 
-Anchors are scored in chunks of dense ``[C, N]`` rows, on a dense :math:`A`
-where :math:`N^2` floats fit in :data:`DENSE_ENTRIES` (ogbl-ddi), else a
-sparse one.
+a node scored 0 one place after the last and a masked node two; the ranks are
+merged by their minimum, :math:`r(u, v) = \min_h r_h(u, v)`, and the
+:math:`K/2` nodes of lowest :math:`r` are taken by ``torch.topk`` (whose order
+among equal ranks HeaRT's files inherit). Where fewer than :math:`K/2` nodes
+are scored above 0, the rest are drawn with replacement among those scored 0
+by one ``numpy`` stream seeded 42, in HeaRT's order (validation before test,
+each pair's source before its target).
+
+Two masks (:data:`HARD_NEGATIVE_MODES`):
+
+* ``heart``, HeaRT's protocol: a validation pair masks the training links, a
+  test pair the training and validation links (ogbl-collab masks neither), so
+  the *other* held-out positives stay eligible: a perfect predictor does not
+  reach MRR 1 (see :func:`plnlp_core.scoring.heart.heart_ceiling`).
+* ``heart_filtered``: every known link of every split is masked, so no
+  negative is a true link; its figures are not HeaRT's.
 """
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from plnlp_core.config import HEART_MODES
 from plnlp_core.data.datasets import LinkSplit
-from plnlp_core.scoring.heuristics import DENSE_ENTRIES, adjacency
+from plnlp_core.scoring.heuristics import adjacency
 
-CHUNK_ENTRIES = 2**22
-"""Anchor-by-node scores held at once by default (16 MB a matrix)."""
+HARD_NEGATIVE_MODES = HEART_MODES
+"""HeaRT's protocol, and the variant that masks every known link."""
+
+CHUNK_ENTRIES = 2**23
+"""Anchor-by-node scores held at once by default (32 MB a matrix)."""
+
+
+@dataclass(frozen=True)
+class HeartProtocol:
+    """HeaRT's generator settings for one dataset (its
+    ``scripts/HeaRT/generate_<dataset>.sh``): PageRank's :math:`\\varepsilon`
+    and :math:`\\alpha`; ``mask_known``: the training (and for test the
+    validation) links are masked; ``valid_in_test``: the test part's
+    heuristics read the training and validation links; ``features``: the
+    cosine similarity of node features is a third heuristic."""
+
+    eps: float = 5e-5
+    alpha: float = 0.15
+    mask_known: bool = True
+    valid_in_test: bool = False
+    features: bool = True
+    seed: int = 42
+
+
+OGB_PROTOCOLS = {
+    "ddi": HeartProtocol(eps=1e-5, features=False),
+    "collab": HeartProtocol(eps=1e-5, mask_known=False, valid_in_test=True, features=False),
+    "ppa": HeartProtocol(eps=5e-6, features=False),
+    "citation2": HeartProtocol(eps=5e-5, features=False),
+}
+"""HeaRT's settings of the OGB datasets; a graph of one's own gets
+:class:`HeartProtocol`'s defaults (HeaRT's, with features as on its
+non-OGB datasets)."""
+
+
+def heart_protocol(dataset: str) -> HeartProtocol:
+    """The generator settings HeaRT used for ``dataset`` (an OGB short name),
+    else its defaults."""
+    return OGB_PROTOCOLS.get(dataset, HeartProtocol())
 
 
 def hard_negatives(
-    train_edges: Tensor, num_nodes: int, pos: Tensor, num_negatives: int = 500,
-    x: Tensor | None = None, exclude: Tensor | None = None, seed: int = 0,
-    alpha: float = 0.15, ppr_steps: int = 20, batch_size: int | None = None,
+    heuristic_edges: Tensor, num_nodes: int, pos: Tensor, masked_edges: Tensor | None,
+    num_negatives: int = 500, *, x: Tensor | None = None, edge_weight: Tensor | None = None,
+    eps: float = 5e-5, alpha: float = 0.15, rng: np.random.RandomState | None = None,
+    batch_size: int | None = None,
 ) -> Tensor:
     r"""The HeaRT negatives of each positive pair.
 
     Args:
-        train_edges (Tensor): The training edges, ``[E, 2]``, taken as
-            undirected.
+        heuristic_edges (Tensor): The links the heuristics read, ``[E, 2]``,
+            taken as undirected.
         num_nodes (int): The number of nodes :math:`N`.
         pos (Tensor): The positives :math:`(a, b)`, ``[P, 2]``.
+        masked_edges (Tensor, optional): The links that are never negatives
+            ``[M, 2]``, besides the pair itself; :obj:`None` masks only it.
         num_negatives (int, optional): :math:`K`, even. (default: :obj:`500`)
         x (Tensor, optional): Node features ``[N, F]``; adds their cosine
             similarity to the heuristics. (default: :obj:`None`)
-        exclude (Tensor, optional): More known edges ``[M, 2]`` that must
-            never be negatives, e.g. the other splits' positives.
-            (default: :obj:`None`)
-        seed (int, optional): Seeds the order of ties. (default: :obj:`0`)
+        edge_weight (Tensor, optional): ``[E]``; the degrees that scale
+            :math:`s_{\mathrm{RA}}` sum them (ogbl-collab). (default: :obj:`None`)
+        eps (float, optional): The push's :math:`\varepsilon`. (default: :obj:`5e-5`)
         alpha (float, optional): PageRank's restart probability.
             (default: :obj:`0.15`)
-        ppr_steps (int, optional): :math:`T`. (default: :obj:`20`)
-        batch_size (int, optional): Anchors scored at once (default:
-            :data:`CHUNK_ENTRIES` :math:`/ N`).
+        rng (numpy.random.RandomState, optional): The stream short anchors
+            draw from, shared across calls in HeaRT's order (default: seeded 42).
+        batch_size (int, optional): Anchors (and pairs) ranked at once
+            (default: :data:`CHUNK_ENTRIES` :math:`/ N`).
 
     Returns:
         A LongTensor ``[P, K]`` of nodes, on the CPU: column :math:`j < K/2` replaces
         :math:`b` (the pair :math:`(a, n_j)`), column :math:`j \ge K/2`
         replaces :math:`a` (the pair :math:`(n_j, b)`); see
-        :func:`hard_negative_pairs`. The same for the same seed.
+        :func:`hard_negative_pairs`.
     """
     if num_negatives < 2 or num_negatives % 2:
         raise ValueError(f"num_negatives must be even and at least 2, not {num_negatives}")
-    anchors, inverse = pos.reshape(-1).cpu().unique(return_inverse=True)
-    known = [e.cpu() for e in (train_edges, pos, exclude) if e is not None]
-    graph = _Graph(adjacency(train_edges, num_nodes), adjacency(torch.cat(known), num_nodes), x)
-    ties = _tie_order(num_nodes, seed)
-    size = batch_size or max(1, CHUNK_ENTRIES // num_nodes)
-    per_anchor = torch.cat([
-        _anchor_negatives(graph, chunk, ties, num_negatives // 2, alpha, ppr_steps)
-        for chunk in anchors.split(size)
-    ])
-    return per_anchor[inverse.view(-1, 2)].flatten(1)
+    graph = _Graph(heuristic_edges, num_nodes, x, edge_weight, eps, alpha)
+    masked = None if masked_edges is None else adjacency(masked_edges, num_nodes)
+    rng = rng if rng is not None else np.random.RandomState(42)
+    entries = CHUNK_ENTRIES if batch_size is None else batch_size * num_nodes
+    return _negatives_of_part(graph, masked, pos.cpu(), num_negatives // 2, rng, entries)
 
 
 def split_hard_negatives(split: LinkSplit, num_negatives: int = 500,
-                         seed: int = 0) -> dict[str, Tensor]:
+                         mode: str = "heart") -> dict[str, Tensor]:
     """:func:`hard_negatives` of the ``valid`` and the ``test`` positives of
-    ``split``, on its training graph (and node features), keyed by part. One
-    call scores each endpoint once for both parts: with every known edge
-    excluded, an endpoint's negatives are the same in either."""
-    valid, test = split.valid_pos, split.test_pos
-    negatives = hard_negatives(split.train_pos, split.num_nodes, torch.cat([valid, test]),
-                               num_negatives, x=split.x, seed=seed)
-    return dict(zip(("valid", "test"), negatives.split([len(valid), len(test)]), strict=True))
+    ``split``, keyed by part, under ``mode`` (one of
+    :data:`HARD_NEGATIVE_MODES`) and HeaRT's settings of the dataset
+    (:func:`heart_protocol`): one random stream for both parts, validation
+    first, as HeaRT draws."""
+    if mode not in HARD_NEGATIVE_MODES:
+        raise ValueError(f"mode must be one of {', '.join(HARD_NEGATIVE_MODES)}, not {mode!r}")
+    protocol = heart_protocol(split.info.name)
+    rng = np.random.RandomState(protocol.seed)
+    x = split.x if protocol.features else None
+    train_valid = torch.cat([split.train_pos, split.valid_pos])
+    train_graph = _Graph(split.train_pos, split.num_nodes, x, split.train_weight,
+                         protocol.eps, protocol.alpha)
+    test_graph = train_graph
+    if protocol.valid_in_test:
+        weight = (None if split.train_weight is None  # validation links weigh 1, as HeaRT adds them
+                  else torch.cat([split.train_weight, torch.ones(len(split.valid_pos))]))
+        test_graph = _Graph(train_valid, split.num_nodes, x, weight, protocol.eps, protocol.alpha)
+    masks = {"valid": split.train_pos, "test": train_valid} if protocol.mask_known else {}
+    if mode == "heart_filtered":
+        every_link = torch.cat([train_valid, split.test_pos])
+        masks = {"valid": every_link, "test": every_link}
+    parts = {}
+    for part, graph in (("valid", train_graph), ("test", test_graph)):
+        masked = masks.get(part)
+        masked = None if masked is None else adjacency(masked, split.num_nodes)
+        parts[part] = _negatives_of_part(graph, masked, getattr(split, f"{part}_pos"),
+                                         num_negatives // 2, rng)
+    return parts
 
 
 def hard_negative_pairs(pos: Tensor, negatives: Tensor) -> Tensor:
@@ -118,79 +182,212 @@ def hard_negative_pairs(pos: Tensor, negatives: Tensor) -> Tensor:
 
 
 class _Graph:
-    """The training graph as the heuristics read it, and the known edges."""
+    """What the heuristics read: the links (CSR, sorted, as HeaRT's coalesced
+    edges), the degree-scaled links of :math:`s_{\\mathrm{RA}}`, the
+    features; and each anchor's PageRank once pushed."""
 
-    def __init__(self, adj: sp.csr_array, known: sp.csr_array, x: Tensor | None) -> None:
-        n = adj.shape[0]
-        self.rows = adj
-        self.known = known
-        self.inv_degree = torch.from_numpy(1.0 / np.maximum(np.diff(adj.indptr), 1)).float()
-        self.adj = (torch.from_numpy(adj.toarray()) if n * n <= DENSE_ENTRIES
-                    else _torch_csr(adj))
+    def __init__(self, edges: Tensor, num_nodes: int, x: Tensor | None,
+                 edge_weight: Tensor | None, eps: float, alpha: float) -> None:
+        self.adj = adjacency(edges, num_nodes)
+        self.adj.sort_indices()
+        degree = _degrees(edges, num_nodes, edge_weight, self.adj)
+        self.scaled = sp.csr_array(self.adj.multiply(np.float32(1) / degree[None, :]))
         self.x = None if x is None else F.normalize(x.float().cpu(), dim=1)
+        self.push = _Push(self.adj, eps, alpha)
+        self.num_nodes = num_nodes
 
-    def propagate(self, h: Tensor) -> Tensor:
-        """:math:`H A` for rows ``h`` (``[C, N]``); :math:`A` is symmetric."""
-        return (self.adj @ h.T).T
-
-
-def _torch_csr(adj: sp.csr_array) -> Tensor:
-    return torch.sparse_csr_tensor(torch.from_numpy(adj.indptr).long(),
-                                   torch.from_numpy(adj.indices).long(),
-                                   torch.from_numpy(adj.data), adj.shape)
-
-
-def _tie_order(num_nodes: int, seed: int) -> tuple[Tensor, Tensor]:
-    """A random order of the nodes, and a random start in it for each anchor."""
-    generator = torch.Generator().manual_seed(seed)
-    return (torch.randperm(num_nodes, generator=generator),
-            torch.randint(num_nodes, (num_nodes,), generator=generator))
+    def scores(self, anchors: np.ndarray) -> list[Tensor]:
+        """Each heuristic's float32 scores ``[C, N]`` of the anchors."""
+        scores = [torch.from_numpy((self.adj[anchors] @ self.scaled).toarray()),
+                  torch.from_numpy(self.push.rows(anchors))]
+        if self.x is not None:
+            scores.append(self.x[anchors] @ self.x.T)
+        return scores
 
 
-def _anchor_negatives(graph: _Graph, anchors: Tensor, ties: tuple[Tensor, Tensor], half: int,
-                      alpha: float, steps: int) -> Tensor:
-    """The ``half`` negatives of each of ``anchors``, ``[C, half]``."""
-    n = graph.inv_degree.numel()
-    rows = anchors.numpy()
-    allowed = torch.from_numpy(graph.known[rows].toarray() == 0)
-    allowed[torch.arange(len(rows)), anchors] = False
-    scores = [_resource_allocation(graph, rows), _pagerank(graph, anchors, alpha, steps)]
-    if graph.x is not None:
-        scores.append(graph.x[anchors] @ graph.x.T)
-    rank = torch.stack([_ranks(s, allowed) for s in scores]).amin(dim=0)
-    evidence = torch.stack([s > 0 for s in scores]).any(dim=0)
-    rank = torch.where(allowed, torch.where(evidence, rank, n + 1), n + 2)
-    order, start = ties
-    key = rank * n + (order[None, :] + start[anchors, None]) % n
-    best = key.topk(min(half, n), dim=1, largest=False).indices
-    count = allowed.sum(dim=1, keepdim=True)
-    if (count == 0).any():
-        lonely = anchors[count.view(-1) == 0][0]
-        raise ValueError(f"node {int(lonely)} has a known edge with every other node: "
+def _degrees(edges: Tensor, num_nodes: int, edge_weight: Tensor | None,
+             adj: sp.csr_array) -> np.ndarray:
+    """The float32 degrees :math:`d` that scale :math:`s_{\\mathrm{RA}}`:
+    neighbour counts, or summed weights; 0 for an isolated node gives a
+    scale of 0, as HeaRT's ``nan_to_num`` of :math:`1/0` does not (it gives the
+    largest float), but an isolated node has no common neighbour anyway."""
+    if edge_weight is None:
+        degree = np.diff(adj.indptr).astype(np.float32)
+    else:
+        ends = edges.cpu().numpy().T.reshape(-1)
+        weight = np.tile(edge_weight.cpu().numpy().astype(np.float32), 2)
+        degree = np.bincount(ends, weights=weight, minlength=num_nodes).astype(np.float32)
+    return np.where(degree > 0, degree, np.inf).astype(np.float32)
+
+
+class _Push:
+    r"""Andersen's push for the personalized PageRank of each anchor (HeaRT's
+    ``calc_ppr``, PyG's ``GDC``): the residual starts at :math:`\alpha` on the
+    anchor; the node last queued is pushed, its residual added to its score
+    and :math:`(1-\alpha)/d_u` of it to each neighbour, which is queued when
+    its residual reaches :math:`\alpha \varepsilon d_v` and it is not queued
+    already. Float64 sums in HeaRT's order, kept as float32."""
+
+    def __init__(self, adj: sp.csr_array, eps: float, alpha: float) -> None:
+        self.indptr, self.indices = adj.indptr, adj.indices
+        self.degree = np.diff(adj.indptr)
+        self.threshold = alpha * eps * self.degree
+        self.alpha = alpha
+        self.cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def rows(self, anchors: np.ndarray) -> np.ndarray:
+        """The anchors' PageRank rows, ``[C, N]`` float32."""
+        out = np.zeros((len(anchors), len(self.degree)), dtype=np.float32)
+        for row, anchor in enumerate(anchors.tolist()):
+            nodes, values = self._anchor(anchor)
+            out[row, nodes] = values
+        return out
+
+    def _anchor(self, anchor: int) -> tuple[np.ndarray, np.ndarray]:
+        if anchor not in self.cache:
+            self.cache[anchor] = self._push(anchor)
+        return self.cache[anchor]
+
+    def _push(self, anchor: int) -> tuple[np.ndarray, np.ndarray]:
+        n = len(self.degree)
+        residual, score = np.zeros(n), {anchor: 0.0}
+        queued = np.zeros(n, dtype=bool)
+        residual[anchor], queue, queued[anchor] = self.alpha, [anchor], True
+        while queue:
+            node = queue.pop()
+            queued[node] = False
+            pushed = residual[node]
+            score[node] = score.get(node, 0.0) + pushed
+            residual[node] = 0.0
+            neighbours = self.indices[self.indptr[node]:self.indptr[node + 1]]
+            if not len(neighbours):
+                continue
+            residual[neighbours] += (1 - self.alpha) * pushed / self.degree[node]
+            ready = neighbours[(residual[neighbours] >= self.threshold[neighbours])
+                               & ~queued[neighbours]]
+            queue.extend(ready.tolist())
+            queued[ready] = True
+        nodes = np.fromiter(score.keys(), dtype=np.int64, count=len(score))
+        return nodes, np.fromiter(score.values(), dtype=np.float64, count=len(score))
+
+
+def _negatives_of_part(graph: _Graph, masked: sp.csr_array | None, pos: Tensor, half: int,
+                       rng: np.random.RandomState, batch_entries: int = CHUNK_ENTRIES) -> Tensor:
+    """The ``2 * half`` negatives of each pair of ``pos``, ``[P, 2 * half]``,
+    ``masked`` links left out. Each anchor's scores and ranks are computed
+    once for all its pairs; a pair's other endpoint, masked too, shifts them
+    (:class:`_AnchorRanks`)."""
+    anchors = torch.stack([pos[:, 0], pos[:, 1]], dim=1).reshape(-1)  # HeaRT's order
+    others = torch.stack([pos[:, 1], pos[:, 0]], dim=1).reshape(-1)
+    best = torch.empty(len(anchors), half, dtype=torch.long)
+    short: dict[int, tuple[Tensor, Tensor, int]] = {}
+    unique, inverse = anchors.unique(return_inverse=True)
+    rows_by_anchor = inverse.argsort(stable=True)
+    first = torch.searchsorted(inverse[rows_by_anchor], torch.arange(len(unique) + 1))
+    per_chunk = max(1, batch_entries // graph.num_nodes)
+    for start in range(0, len(unique), per_chunk):
+        ranks = _AnchorRanks(graph, unique[start:start + per_chunk].numpy(), masked)
+        rows = rows_by_anchor[first[start]:first[min(start + per_chunk, len(unique))]]
+        for batch in rows.split(per_chunk):
+            _batch_negatives(ranks, inverse[batch] - start, others[batch], half, best, batch,
+                             short)
+    for row in sorted(short):  # HeaRT's draws, in its order
+        merged, unscored, ranked = short[row]
+        best[row] = _short_anchor(merged, unscored, ranked, half, rng, int(anchors[row]))
+    return best.view(len(pos), 2 * half)
+
+
+class _AnchorRanks:
+    """Each heuristic's scores and HeaRT ranks of anchors ``[C, N]`` with the
+    anchor and its masked links at -1, and what a further masked node (the
+    pair's other endpoint) changes: the count of nodes scored above 0, of
+    those at the largest score and at the next."""
+
+    def __init__(self, graph: _Graph, anchors: np.ndarray, masked: sp.csr_array | None) -> None:
+        rows = torch.arange(len(anchors))
+        self.mask = torch.zeros(len(anchors), graph.num_nodes, dtype=torch.bool)
+        if masked is not None:
+            self.mask = torch.from_numpy(masked[anchors].toarray() != 0)
+        self.mask[rows, torch.from_numpy(anchors)] = True
+        self.scores = [s.masked_fill(self.mask, -1.0) for s in graph.scores(anchors)]
+        self.zero = torch.stack([s == 0 for s in self.scores]).all(dim=0)
+        self.ranked = graph.num_nodes - self.zero.sum(dim=1) - self.mask.sum(dim=1)
+        self.heuristics = [_ranks(s) for s in self.scores]
+
+
+def heuristic_ranks(scores: Tensor) -> Tensor:
+    """:math:`r_h` of each node, ``[C, N]`` float32, from one heuristic's
+    scores ``[C, N]`` (masked nodes at -1), by HeaRT's rule: the nodes scored
+    above 0 from 1, ties at the best place of their value counted from the
+    largest distinct one; a node scored 0 at the last place plus 1, a masked
+    one plus 2."""
+    return _ranks(scores)["rank"]
+
+
+def _ranks(scores: Tensor) -> dict[str, Tensor]:
+    """:func:`heuristic_ranks`, and the counts :func:`_partner_ranks` needs,
+    per row."""
+    positive = scores > 0
+    ordered = torch.where(positive, scores, torch.inf).sort(dim=1).values
+    below = torch.searchsorted(ordered, scores.contiguous())  # positives strictly below
+    count = positive.sum(dim=1)
+    top = ordered.gather(1, (count - 1).clamp(min=0)[:, None])
+    below_top = torch.searchsorted(ordered, top).view(-1)
+    second = ordered.gather(1, (below_top - 1).clamp(min=0)[:, None])
+    below_second = torch.searchsorted(ordered, second).view(-1)
+    last = torch.where(count > 0, below_top + 1, 0)
+    rank = torch.where(positive, below_top[:, None] - below + 1,
+                       torch.where(scores == 0, last[:, None] + 1, last[:, None] + 2))
+    return {"rank": rank.float(), "count": count, "top": top.view(-1),
+            "count_top": count - below_top, "count_second": below_top - below_second,
+            "last": last}
+
+
+def _partner_ranks(scores: Tensor, h: dict[str, Tensor], anchor: Tensor,
+                   partner: Tensor) -> Tensor:
+    """The ranks ``[R, N]`` of rows whose anchor (an index of ``scores``) also
+    masks ``partner``: when the partner scored above 0, every node's rank moves
+    up by the nodes no longer above it, those below it one place less."""
+    score = scores[anchor]
+    s_p = score.gather(1, partner[:, None]).view(-1)
+    removed = s_p > 0
+    at_top = s_p == h["top"][anchor]
+    alone = h["count"][anchor] == 1
+    shift = torch.where(~removed, 0, torch.where(
+        ~at_top | alone, 1, torch.where(h["count_top"][anchor] > 1, 0, h["count_second"][anchor])))
+    rank = h["rank"][anchor] - shift[:, None] + (removed[:, None] & (score > s_p[:, None]))
+    rank.scatter_(1, partner[:, None], (h["last"][anchor] - shift + 2).float()[:, None])
+    return rank
+
+
+def _batch_negatives(ranks: _AnchorRanks, anchor: Tensor, partner: Tensor, half: int,
+                     best: Tensor, rows: Tensor,
+                     short: dict[int, tuple[Tensor, Tensor, int]]) -> None:
+    """Fills ``best[rows]`` for rows whose anchors (indices of ``ranks``) have
+    ``half`` nodes scored above 0; keeps the others in ``short``."""
+    merged = torch.stack([_partner_ranks(s, h, anchor, partner)
+                          for s, h in zip(ranks.scores, ranks.heuristics, strict=True)]).amin(0)
+    partner_counted = ~ranks.mask[anchor, partner] & ~ranks.zero[anchor, partner]
+    ranked = ranks.ranked[anchor] - partner_counted.long()
+    full = ranked >= half
+    if full.any():
+        best[rows[full]] = torch.topk(-merged[full], half, dim=1).indices
+    for i in (~full).nonzero().view(-1).tolist():
+        unscored = ranks.zero[anchor[i]].clone()
+        unscored[partner[i]] = False
+        short[int(rows[i])] = (merged[i], unscored, int(ranked[i]))
+
+
+def _short_anchor(merged: Tensor, unscored: Tensor, ranked: int, half: int,
+                  rng: np.random.RandomState, anchor: int) -> Tensor:
+    """A row with fewer than ``half`` nodes scored above 0: its ``ranked``
+    best by ``merged``, then draws (with replacement) among the ``unscored``
+    nodes; where none is unscored either, its candidates repeat in order."""
+    best = torch.topk(-merged, ranked).indices
+    pool = unscored.nonzero().view(-1).numpy()
+    if len(pool):
+        return torch.cat([best, torch.from_numpy(rng.choice(pool, half - ranked)).long()])
+    if ranked == 0:
+        raise ValueError(f"node {anchor} has a masked link with every other node: "
                          "it has no negatives")
-    return best.gather(1, torch.arange(half) % count)
-
-
-def _resource_allocation(graph: _Graph, rows: np.ndarray) -> Tensor:
-    """:math:`s_{\\mathrm{RA}}(u, \\cdot)` for each anchor row, ``[C, N]``."""
-    adj_rows = torch.from_numpy(graph.rows[rows].toarray())
-    return graph.propagate(adj_rows * graph.inv_degree)
-
-
-def _pagerank(graph: _Graph, anchors: Tensor, alpha: float, steps: int) -> Tensor:
-    """:math:`\\boldsymbol{\\pi}_u` for each anchor, ``[C, N]``."""
-    restart = torch.zeros(len(anchors), graph.inv_degree.numel())
-    restart[torch.arange(len(anchors)), anchors] = alpha
-    ppr = restart
-    for _ in range(steps):
-        ppr = restart + (1 - alpha) * graph.propagate(ppr * graph.inv_degree)
-    return ppr
-
-
-def _ranks(score: Tensor, allowed: Tensor) -> Tensor:
-    """:math:`r_h` of each candidate, ``[C, N]``: how many candidates score
-    at least as high, if it scores above 0, else one more than how many do."""
-    score = torch.where(allowed, score, 0.0).clamp(min=0.0)
-    below = torch.searchsorted(score.sort(dim=1).values, score)
-    positive = score > 0
-    return torch.where(positive, score.size(1) - below, positive.sum(dim=1, keepdim=True) + 1)
+    return best[torch.arange(half) % ranked]

@@ -149,7 +149,19 @@ def test_a_heuristic_is_shaped_by_its_graph_and_its_evaluation_alone():
                          heart_negatives=100)
     assert config.shaping_settings(heuristic=True) == {
         "dataset": "collab", "valid_as_input": True, "min_train_year": None,
-        "heart_negatives": 100}
+        "heart_negatives": 100, "heart_mode": "heart", "heart_files": None}
+    assert "heart_mode" not in PLNLPConfig(dataset="collab").shaping_settings(heuristic=True)
+
+
+def test_heart_s_settings_are_refused_when_they_cannot_go_together():
+    with pytest.raises(PLNLPError, match="heart_files needs heart_negatives"):
+        PLNLPConfig(heart_files="dataset/ogbl-ddi").validate()
+    with pytest.raises(PLNLPError, match="heart_filtered builds its own"):
+        PLNLPConfig(heart_negatives=500, heart_mode="heart_filtered",
+                    heart_files="dataset/ogbl-ddi").validate()
+    with pytest.raises(PLNLPError, match="unknown heart_mode 'strict'; choose one of: heart, "
+                                         "heart_filtered"):
+        PLNLPConfig(heart_negatives=500, heart_mode="strict").validate()
 
 
 def test_plnlp_is_shaped_by_every_setting_of_the_parts_it_uses():

@@ -6,13 +6,14 @@ import math
 import pytest
 import torch
 
-from plnlp_core.scoring.hard_negatives import split_hard_negatives
 from plnlp_core.scoring.heart import (
     HITS_K,
+    heart_ceiling,
     heart_evaluate,
     heart_metrics,
     heart_ranks,
     heart_split_metrics,
+    split_heart_negatives,
 )
 
 
@@ -70,15 +71,48 @@ def test_evaluate_scores_each_positive_against_its_own_pairs_in_any_chunking():
 
 def test_split_metrics_rank_each_part_against_its_own_negatives(ddi_standin_split):
     split = ddi_standin_split
-    negatives = split_hard_negatives(split, num_negatives=6)
-    assert {part: tuple(n.shape) for part, n in negatives.items()} == {
+    hard = split_heart_negatives(split, num_negatives=6)
+    assert {part: tuple(n.shape) for part, n in hard.negatives.items()} == {
         "valid": (len(split.valid_pos), 6), "test": (len(split.test_pos), 6)}
+    assert torch.equal(hard.positives["test"], split.test_pos)
 
     def scorer(pairs: torch.Tensor) -> torch.Tensor:
         return (pairs[:, 0] * 7 + pairs[:, 1]).float().sin()
 
-    metrics = heart_split_metrics(scorer, split, negatives)
-    assert set(metrics) == {f"{part}_{key}" for part in ("valid", "test")
-                            for key in heart_metrics(torch.rand(1), torch.rand(1, 2))}
+    metrics = heart_split_metrics(scorer, hard)
+    keys = list(heart_metrics(torch.rand(1), torch.rand(1, 2)))
+    assert set(metrics) == {f"{part}_{key}" for part in ("valid", "test") for key in keys} | {
+        f"{part}_{key.replace('heart_', 'heart_ceiling_')}" for part in ("valid", "test")
+        for key in keys}
     assert metrics["test_heart_mrr"] == heart_evaluate(
-        scorer, split.test_pos, negatives["test"])["heart_mrr"]
+        scorer, split.test_pos, hard.negatives["test"])["heart_mrr"]
+
+
+def test_the_filtered_mode_s_keys_carry_its_name(ddi_standin_split):
+    hard = split_heart_negatives(ddi_standin_split, num_negatives=6, mode="heart_filtered")
+    metrics = heart_split_metrics(lambda pairs: pairs.float().sum(dim=1), hard)
+    assert "test_heart_filtered_mrr" in metrics and "test_heart_mrr" not in metrics
+    assert metrics["test_heart_filtered_ceiling_mrr"] == 1.0
+
+
+def test_the_ceiling_ties_each_true_link_among_the_negatives_with_the_positive():
+    links = torch.tensor([[0, 1], [0, 2], [3, 1]])
+    pos = torch.tensor([[0, 1], [3, 1]])
+    # row 0: (0,2) is a link, (0,4) is not, (3,1) is a link, (5,1) is not: rank 1 + 2/2
+    # row 1: (3,4) (3,5) (0,1) (2,1): one link, (1,0) in the other direction: rank 1.5
+    negatives = torch.tensor([[2, 4, 3, 5], [4, 5, 0, 2]])
+    ceiling = heart_ceiling(pos, negatives, links, 6)
+    assert ceiling["heart_ceiling_mrr"] == pytest.approx((1 / 2 + 1 / 1.5) / 2)
+    assert ceiling["heart_ceiling_hits_1"] == 0.0
+    assert ceiling["heart_ceiling_hits_3"] == 1.0
+
+
+def test_the_ceiling_is_1_exactly_when_no_negative_is_a_true_link():
+    links = torch.tensor([[0, 1], [2, 3]])
+    pos = torch.tensor([[0, 1]])
+    clean = heart_ceiling(pos, torch.tensor([[4, 5, 2, 3]]), links, 6)
+    assert clean["heart_ceiling_mrr"] == 1.0
+    assert all(value == 1.0 for value in clean.values())
+    with_04 = torch.cat([links, torch.tensor([[0, 4]])])  # (0, 4) is now a true link
+    dirty = heart_ceiling(pos, torch.tensor([[4, 5, 2, 3]]), with_04, 6)
+    assert dirty["heart_ceiling_mrr"] < 1.0
