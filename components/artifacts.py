@@ -75,13 +75,16 @@ class WalkArtifact:
 
 @dataclass(frozen=True)
 class HeartArtifact:
-    """HeaRT's hard negatives (``heart``'s output): ``directory`` holds
-    ``valid.parquet`` and ``test.parquet``, one row per positive of the part,
-    in the split's order, its ``negatives`` a list of ``num_negatives`` nodes
-    (see :func:`plnlp_core.scoring.hard_negatives.hard_negatives`)."""
+    """Hard negatives (``heart``'s output) under ``mode`` (``heart`` or
+    ``heart_filtered``): ``directory`` holds ``valid.parquet`` and
+    ``test.parquet``, one row per positive ranked (``source``, ``target``),
+    its ``negatives`` a list of ``num_negatives`` nodes (see
+    :func:`plnlp_core.scoring.hard_negatives.hard_negatives`), and
+    ``ceiling.json``, what a perfect predictor reaches on them."""
 
     directory: str
     num_negatives: int
+    mode: str = "heart"
 
 
 @dataclass(frozen=True)

@@ -52,5 +52,5 @@ def evaluate_heuristic(
     scorer = heuristic_scorer(name, adjacency(edges, split.num_nodes))
     metrics = scorer_metrics(scorer, split)
     if heart is not None:
-        metrics.update(heart_split_metrics(scorer, split, read_heart_negatives(heart)))
+        metrics.update(heart_split_metrics(scorer, read_heart_negatives(heart)))
     return {f"final_{key}": value for key, value in metrics.items()}

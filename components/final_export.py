@@ -19,7 +19,6 @@ whole; :func:`clear_final` removes an earlier attempt's before training.
 """
 import json
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 
 from torch import Tensor, nn
@@ -31,7 +30,7 @@ from plnlp_core.data.node_ids import NodeIds
 from plnlp_core.errors import PLNLPError
 from plnlp_core.nn.model import unwrap
 from plnlp_core.scoring.evaluation import scorer_metrics
-from plnlp_core.scoring.heart import heart_split_metrics
+from plnlp_core.scoring.heart import HardNegatives, heart_split_metrics
 from plnlp_core.scoring.link_scorer import LinkScorer
 
 FINAL_FILE = "final.json"
@@ -41,7 +40,7 @@ SCORER_DIR = "scorer"
 def finish(
     model: nn.Module, split: LinkSplit, adj: Tensor, config: PLNLPConfig, node_ids: NodeIds,
     directory: "str | Path | Location", metrics: dict[str, float] | None = None,
-    heart_negatives: Mapping[str, Tensor] | None = None,
+    heart_negatives: HardNegatives | None = None,
 ) -> dict[str, float]:
     """The run's finish, the same for the main job and the kubeflow
     pipeline: ``model``'s ``final_*`` metrics (its best epoch's evaluation
@@ -52,7 +51,7 @@ def finish(
     scorer = LinkScorer.encode(model, split, adj, config, node_ids)
     evaluated = scorer_metrics(scorer.score, split) if metrics is None else metrics
     if heart_negatives is not None:
-        evaluated = {**evaluated, **heart_split_metrics(scorer.score, split, heart_negatives,
+        evaluated = {**evaluated, **heart_split_metrics(scorer.score, heart_negatives,
                                                         config.eval_batch_size)}
     final = {f"final_{key}": value for key, value in evaluated.items()}
     write_final(directory, final, scorer)
@@ -62,7 +61,7 @@ def finish(
 def export_best(
     model: nn.Module, best_state: dict[str, Tensor], best_metrics: dict[str, float],
     split: LinkSplit, adj: Tensor, config: PLNLPConfig, node_ids: NodeIds,
-    directory: "str | Path | Location", heart_negatives: Mapping[str, Tensor] | None = None,
+    directory: "str | Path | Location", heart_negatives: HardNegatives | None = None,
 ) -> None:
     r"""Loads ``best_state`` into ``model`` (unwrapping DDP) and
     :func:`finish`\ es it on the model's device with ``best_metrics`` (and

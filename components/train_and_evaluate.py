@@ -44,7 +44,8 @@ def train_and_evaluate(
     config.validate_graph(dataset.meta.num_nodes, dataset.meta.categories)
     cache_root = location(dataset.directory).parent  # walks are cached beside their splits
     walks = augment(dataset, config, cache_root) if config.uses_random_walk else None
-    if heart is None or heart.num_negatives != config.heart_negatives:
+    if heart is None or (heart.num_negatives, heart.mode) != (config.heart_negatives,
+                                                               config.heart_mode):
         heart = heart_stage(dataset, config, workers.cpus_per_worker)
     with run_checkpoints(checkpoints) as storage:
         train_in_run(dataset, walks, config, workers, storage, max_failures, callbacks,
@@ -61,7 +62,8 @@ def heart_stage(dataset: DatasetArtifact, config: PLNLPConfig, cpus: int = 1,
     if not config.heart_negatives:
         return None
     root = cache_root or location(dataset.directory).parent
-    return heart_negatives(dataset, config.heart_negatives, root.uri, cpus)
+    return heart_negatives(dataset, config.heart_negatives, root.uri, cpus, config.heart_mode,
+                           config.heart_files)
 
 
 def evaluate_and_log_model(

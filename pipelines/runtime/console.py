@@ -147,14 +147,7 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
     startup = describe_startup(metrics)
     if startup is not None:
         lines.append(f"  start          {startup}")
-    for protocol, prefix in (("final", "final_{}_"), ("HeaRT", "final_{}_heart_")):
-        for split in ("valid", "test"):
-            shown = [f"{key.removeprefix(prefix.format(split))} {value:.4f}"
-                     for key, value in sorted(final.items(), key=_natural_order)
-                     if key.startswith(prefix.format(split))
-                     and (protocol == "HeaRT" or "_heart_" not in key)]
-            if shown:
-                lines.append(f"  {protocol} {split:5}    " + "  ".join(shown))
+    lines.extend(final_lines(final))
     lines.append(f"  MLflow run     {run_id} in {uri}")
     if logged_model_uri(run_id) is not None:
         lines.append(f"  use the model  python pipelines/predict.py --model runs:/{run_id}/model "
@@ -166,6 +159,33 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
         lines.append(f"  see it with    mlflow ui --backend-store-uri {uri}  "
                      f"then http://127.0.0.1:5000/{page}")
     print("\n".join(lines), flush=True)
+
+
+FINAL_GROUPS = (("final", ""), ("HeaRT", "heart_"), ("filtered", "heart_filtered_"),
+                ("ceiling", "heart_ceiling_"), ("ceiling", "heart_filtered_ceiling_"))
+"""The summary's lines of final metrics: a label, and what follows
+``final_<split>_`` in their keys: OGB's, HeaRT's (or its filtered
+variant's), and beneath them the ceiling of the same negatives."""
+
+
+def final_lines(final: dict[str, float]) -> list[str]:
+    """One line per group of :data:`FINAL_GROUPS` and split, each key in the
+    group of its longest matching prefix."""
+    lines = []
+    for label, prefix in FINAL_GROUPS:
+        for split in ("valid", "test"):
+            start = f"final_{split}_{prefix}"
+            shown = [f"{key.removeprefix(start)} {value:.4f}"
+                     for key, value in sorted(final.items(), key=_natural_order)
+                     if _group(key.removeprefix(f"final_{split}_")) == prefix
+                     and key.startswith(start)]
+            if shown:
+                lines.append(f"  {label + ' ' + split:<15}" + "  ".join(shown))
+    return lines
+
+
+def _group(metric: str) -> str:
+    return max((prefix for _, prefix in FINAL_GROUPS if metric.startswith(prefix)), key=len)
 
 
 def _natural_order(item: tuple[str, float]) -> list[str | int]:

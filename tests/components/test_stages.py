@@ -18,8 +18,7 @@ from components.train import train
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.data.ogb_reader import load_ogb
-from plnlp_core.scoring.hard_negatives import split_hard_negatives
-from plnlp_core.scoring.heart import heart_split_metrics
+from plnlp_core.scoring.heart import heart_split_metrics, split_heart_negatives
 from plnlp_core.scoring.heuristics import adjacency, heuristic_scorer
 from plnlp_core.scoring.link_scorer import LinkScorer
 
@@ -72,17 +71,20 @@ def test_heart_builds_the_split_s_negatives_once_and_scores_a_heuristic_on_them(
     assert "building heart output" in capsys.readouterr().out
     assert heart_negatives(loaded, 12, str(tmp_path / "cache")) == heart
     assert "reusing cached heart output" in capsys.readouterr().out
-    negatives = read_heart_negatives(heart)
+    hard = read_heart_negatives(heart)
     split = read_split(Path(loaded.directory))
-    expected = split_hard_negatives(split, 12)
-    assert negatives.keys() == expected.keys()
-    for part, part_negatives in negatives.items():
-        assert part_negatives.dtype == torch.long and torch.equal(part_negatives, expected[part])
+    expected = split_heart_negatives(split, 12)
+    assert hard.mode == "heart" and hard.ceiling == pytest.approx(expected.ceiling)
+    assert hard.negatives.keys() == expected.negatives.keys()
+    for part, part_negatives in hard.negatives.items():
+        assert part_negatives.dtype == torch.long
+        assert torch.equal(part_negatives, expected.negatives[part])
+        assert torch.equal(hard.positives[part], expected.positives[part])
     final = ray.get(evaluate_heuristic.remote(loaded, "ra", TINY, heart))
     scorer = heuristic_scorer("ra", adjacency(split.train_pos, split.num_nodes))
     heart_keys = {f"final_{key}": value
-                  for key, value in heart_split_metrics(scorer, split, expected).items()}
-    assert {key: final[key] for key in heart_keys} == heart_keys
+                  for key, value in heart_split_metrics(scorer, expected).items()}
+    assert {key: final[key] for key in heart_keys} == pytest.approx(heart_keys)
     assert "final_test_hits_20" in final and "final_test_heart_hits_20" in final
 
 
@@ -92,7 +94,8 @@ def test_the_worker_exports_what_evaluating_its_best_checkpoint_gives(loaded, tm
     assert trained.best_epoch in (1, 2)
     assert [row["epoch"] for row in trained.history] == [1, 2]
     exported, _ = read_final(tmp_path / "work")
-    heart_keys = {f"final_{part}_heart_{metric}" for part in ("valid", "test")
+    heart_keys = {f"final_{part}_heart_{ceiling}{metric}" for part in ("valid", "test")
+                  for ceiling in ("", "ceiling_")
                   for metric in ("mrr", "hits_1", "hits_3", "hits_10", "hits_20", "hits_50",
                                  "hits_100")}
     assert {key: value for key, value in exported.items() if key not in heart_keys} == {

@@ -133,6 +133,16 @@ ENTRIES: dict[str, Entry] = {
     "heart-negatives-odd": settings("heart_negatives must be 0 (off) or an even number of hard "
                                     "negatives per positive, half replacing each endpoint "
                                     "(HeaRT uses 500), got 5."),
+    "heart-files-without-negatives": settings("heart_files needs heart_negatives set to the "
+                                              "files' number of negatives per positive (HeaRT's: "
+                                              "500)."),
+    "heart-files-filtered": settings("heart_files are HeaRT's own negatives (heart_mode=heart), "
+                                     "and heart_filtered builds its own; leave heart_files out "
+                                     "or set heart_mode=heart."),
+    "heart-file-unusable": failure("heart_valid_samples.npy holds an array of shape [3, 4, 2], "
+                                   "not [positives, 6, 2]; set heart_negatives to the files' "
+                                   "number of negatives per positive",
+                                   "test_heart_files_that_cannot_be_used_fail_the_run"),
     "walk-settings-without-walks": settings("walk_rounds and walk_positives=walks need random "
                                             "walks; set walk_length to a positive length"),
     "features-missing": settings("node_input 'both' needs node features, and ogbl-ddi has none; "
@@ -521,6 +531,9 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
     "node-target-edge-removal": lambda _: ["--dataset", "ddi", "--set", "encoder=none",
                                            "--set", "node_target_edge_removal=true"],
     "heart-negatives-odd": lambda _: ["--dataset", "ddi", "--set", "heart_negatives=5"],
+    "heart-files-without-negatives": lambda _: ["--dataset", "ddi", "--set", "heart_files=x"],
+    "heart-files-filtered": lambda _: ["--dataset", "ddi", "--set", "heart_negatives=500", "--set",
+                                       "heart_mode=heart_filtered", "--set", "heart_files=x"],
     "walk-settings-without-walks": lambda _: ["--dataset", "ddi", "--set", "walk_rounds=3"],
     "features-missing": lambda _: ["--dataset", "ddi", "--set", "node_input=both"],
     "symmetric-predictor-directed": lambda _: ["--dataset", "citation2", "--set", "predictor=dot",
@@ -1045,6 +1058,21 @@ def test_a_missing_or_damaged_dataset_fails_the_run(entry_id, ray_session, mlflo
     assert run.info.status == "FAILED"
     assert run.data.tags[FAILURE_TAG] == line.removeprefix("error: ")
     assert not (tmp_path / "payload-ran").exists()  # a pickle that would run code never runs
+
+
+@pytest.mark.slow
+def test_heart_files_that_cannot_be_used_fail_the_run(ray_session, mlflow_store, standin_root,
+                                                      tmp_path, capsys):
+    np.save(tmp_path / "heart_valid_samples.npy", np.zeros((3, 4, 2), dtype=np.int64))
+    np.save(tmp_path / "heart_test_samples.npy", np.zeros((3, 4, 2), dtype=np.int64))
+    code = run_main(["--dataset", "ddi", "--data-root", str(standin_root), "--model",
+                     "heuristic:ra", "--set", "heart_negatives=6", "--set",
+                     f"heart_files={tmp_path}"])
+    line = assert_refused("heart-file-unusable", code, capsys.readouterr().err,
+                          "test_heart_files_that_cannot_be_used_fail_the_run")
+    run = only_run(mlflow_store)
+    assert run.info.status == "FAILED"
+    assert run.data.tags[FAILURE_TAG] == line.removeprefix("error: ")
 
 
 def train_out_of_gpu_memory(*args, **kwargs):

@@ -110,12 +110,15 @@ def test_heart_negatives_are_built_once_and_score_a_model_and_a_heuristic_beside
     heuristic_out = capsys.readouterr().out
     assert "reusing cached heart output" in heuristic_out
     assert "building heart output" not in heuristic_out
-    assert "HeaRT test" in model_out and "HeaRT test" in heuristic_out
+    for out in (model_out, heuristic_out):
+        assert "HeaRT test" in out and "ceiling test" in out
     for experiment in ("heart-model", "heart-ra"):
         _, run, _ = only_run(mlflow_store, experiment)
         assert run.data.params["heart_negatives"] == "16"
+        assert run.data.params["heart_mode"] == "heart"
         for split in ("valid", "test"):
-            assert 1 / 17 <= run.data.metrics[f"final/{split}_heart_mrr"] <= 1.0
+            heart = run.data.metrics[f"final/{split}_heart_mrr"]
+            assert 1 / 17 <= heart <= run.data.metrics[f"final/{split}_heart_ceiling_mrr"] <= 1.0
             assert 0.0 <= run.data.metrics[f"final/{split}_heart_hits_3"] <= 1.0
             assert 0.0 <= run.data.metrics[f"final/{split}_hits_20"] <= 1.0  # OGB's, beside
 
