@@ -242,6 +242,10 @@ ENTRIES: dict[str, Entry] = {
     "resume-other-dataset": resume("trained collab, not ddi; resume it with --dataset collab."),
     "resume-finished": resume("has already finished; start a new run instead of --resume."),
     "resume-other-shape": resume("holds a model of another shape ("),
+    "resume-other-experiment": resume("is in experiment 'plnlp-ddi', not 'mine'; drop "
+                                      "--experiment to go on with it there."),
+    "resume-data-missing": resume("holds no ogbl_ddi folder here; give --data-root the folder "
+                                  "that holds it"),
     # pipelines/tune.py --resume
     "sweep-resume-settings": sweep_resume("--resume goes on with the sweep's own settings; drop "
                                           "--set, --num-samples."),
@@ -1203,7 +1207,9 @@ def test_an_interrupt_kills_the_active_runs_with_the_epoch_reached(signum, mlflo
     client = MlflowClient(mlflow_store)
     runs = {r.info.run_name: r for r in client.search_runs(
         [client.get_experiment_by_name("interrupts").experiment_id])}
-    assert f"run {runs['two-seeds'].info.run_id} KILLED at epoch 3)" in err
+    parent = runs['two-seeds'].info.run_id
+    assert f"run {parent} KILLED at epoch 3; go on with: python pipelines/run.py --resume " \
+           f"{parent})" in err
     assert {name: r.info.status for name, r in runs.items()} == {
         "two-seeds": "KILLED", "seed-0": "FINISHED", "seed-1": "KILLED"}
     for name in ("two-seeds", "seed-1"):
@@ -1228,7 +1234,8 @@ def test_an_interrupt_swallowed_by_a_library_still_kills_the_run(mlflow_store, n
     assert exited.value.code == 130
     run = only_run(mlflow_store, "swallowed")
     assert run.info.status == "KILLED" and run.data.tags[EPOCH_TAG] == "2"
-    assert "KILLED at epoch 2)" in capsys.readouterr().err
+    assert f"KILLED at epoch 2; go on with: python pipelines/run.py --resume {run.info.run_id})" \
+        in capsys.readouterr().err
 
 
 def test_an_interrupted_sweep_says_how_many_trials_ended_and_how_to_go_on(
@@ -1293,6 +1300,14 @@ def wait_for_a_logged_epoch(process, database: Path, log: Path, within_s: float 
         time.sleep(0.5)
 
 
+def checkpointed_epoch(run) -> int:
+    """The epoch of the newest checkpoint that the run's one worker
+    finished (its manifest written last), which ``--resume`` goes on after."""
+    folder = Path(run.data.tags["plnlp.checkpoints"])
+    return max((int(manifest.parent.name.rsplit("_", 1)[1])
+                for manifest in folder.glob("*/checkpoint_epoch_*/files-0.json")), default=0)
+
+
 def smoke_command(ddi_root: Path, tmp_path: Path, *settings: str
                   ) -> tuple[list[str], dict[str, str], Path]:
     """``pipelines/run.py`` on ddi ``smoke`` with ``--set`` each of
@@ -1325,10 +1340,11 @@ def test_ctrl_c_during_training_kills_the_run_and_a_rerun_finishes(ddi_root, tmp
                    "test_ctrl_c_during_training_kills_the_run_and_a_rerun_finishes")
     client = MlflowClient(f"sqlite:///{database}")
     killed = only_run(f"sqlite:///{database}")
-    history = client.get_metric_history(killed.info.run_id, "train_loss")
     assert killed.info.status == "KILLED"
-    assert killed.data.tags[EPOCH_TAG] == str(max(m.step for m in history)) != "0"
-    assert f"(run {killed.info.run_id} KILLED at epoch {killed.data.tags[EPOCH_TAG]})" in err[0]
+    assert killed.data.tags[EPOCH_TAG] == str(checkpointed_epoch(killed))
+    run_id = killed.info.run_id
+    assert f"(run {run_id} KILLED at epoch {killed.data.tags[EPOCH_TAG]}; go on with: python " \
+           f"pipelines/run.py --resume {run_id})" in err[0]
     assert killed.data.tags[FAILURE_TAG] == "interrupted by SIGINT (Ctrl-C)"
 
     with process_group(argv, env, tmp_path, tmp_path / "rerun.log") as process:
@@ -1339,6 +1355,53 @@ def test_ctrl_c_during_training_kills_the_run_and_a_rerun_finishes(ddi_root, tmp
     assert [r.info.status for r in runs] == ["KILLED", "FINISHED"]
     assert len(client.get_metric_history(runs[1].info.run_id, "train_loss")) == 30
 
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_goes_on_from_another_folder_with_only_its_id(ddi_root, tmp_path):
+    """Started with --experiment, --data-root and --work-dir, stopped by
+    Ctrl-C, resumed from another folder (as ``ray job submit`` runs it in
+    a job folder of its own) with only ``--resume ID``: the same run goes
+    on after the epoch the interrupted line named."""
+    work = tmp_path / "work"
+    argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=40",
+                                        "max_batches_per_epoch=2", "checkpoint_every=1")
+    env.pop("PLNLP_DATA_ROOT", None)
+    argv += ["--experiment", "elsewhere", "--work-dir", str(work)]
+    with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
+        wait_for_a_logged_epoch(process, database, tmp_path / "first.log")
+        time.sleep(2)  # a checkpoint after the first one
+        os.killpg(process.pid, signal.SIGINT)
+        assert process.wait(timeout=60) == 130, (tmp_path / "first.log").read_text()[-3000:]
+    uri = f"sqlite:///{database}"
+    killed = only_run(uri, "elsewhere")
+    epoch = int(killed.data.tags[EPOCH_TAG])
+    line = next(line for line in (tmp_path / "first.log").read_text().splitlines()
+                if line.startswith("interrupted:"))
+    assert line.endswith(f"KILLED at epoch {epoch}; go on with: python pipelines/run.py "
+                         f"--resume {killed.info.run_id})")
+    assert 1 <= epoch < 40
+
+    folder = tmp_path / "job-folder"
+    folder.mkdir()  # no ./data, no --data-root, another cache
+    resume_env = {**env, "PLNLP_CACHE_DIR": str(tmp_path / "other-cache")}
+    resume = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), "--resume",
+              killed.info.run_id]
+    with process_group(resume, resume_env, folder, tmp_path / "resume.log") as process:
+        code = process.wait(timeout=300)
+    output = (tmp_path / "resume.log").read_text()
+    assert code == 0, output[-3000:]
+    assert "Downloading artifacts" not in output
+    assert f"restarting after epoch {epoch} from its checkpoint" in output
+    client = MlflowClient(uri)
+    again = only_run(uri, "elsewhere")
+    assert again.info.run_id == killed.info.run_id and again.info.status == "FINISHED"
+    assert [m.value for m in client.get_metric_history(again.info.run_id,
+                                                       "restored_from_epoch")] == [epoch]
+    assert sorted(m.step for m in client.get_metric_history(again.info.run_id, "train_loss")) \
+        == list(range(1, 41))
+    assert not (tmp_path / "other-cache" / "runs").exists()  # its checkpoints were the run's
+    assert not (work / "runs" / killed.info.run_id).exists()  # removed once it finished
 
 
 @pytest.mark.slow
@@ -1361,10 +1424,8 @@ def test_sigterm_to_the_driver_during_training_kills_the_run_with_the_epoch_reac
     assert code == 143 and len(err) == 1, output[-3000:]
     assert ENTRIES["interrupted-sigterm"].expected in err[0]
     killed = only_run(f"sqlite:///{database}")
-    history = MlflowClient(f"sqlite:///{database}").get_metric_history(
-        killed.info.run_id, "train_loss")
     assert killed.info.status == "KILLED"
-    assert killed.data.tags[EPOCH_TAG] == str(max(m.step for m in history)) != "0"
+    assert killed.data.tags[EPOCH_TAG] == str(checkpointed_epoch(killed))
     assert killed.data.tags[FAILURE_TAG] == "interrupted by SIGTERM"
 
 # Two runs at once ---------------------------------------------------------------------------
@@ -1482,16 +1543,30 @@ def resume_case(entry_id: str, tmp_path: Path) -> list[str]:
         return ["--dataset", "ddi", "--resume", recorded_run(CONFIG.replace(dataset="collab"))]
     if entry_id == "resume-finished":
         return ["--dataset", "ddi", "--resume", recorded_run(CONFIG, status="FINISHED")]
+    if entry_id == "resume-other-experiment":
+        return ["--resume", recorded_run(CONFIG, status="KILLED"), "--experiment", "mine"]
+    if entry_id == "resume-data-missing":
+        return ["--resume", recorded_run(CONFIG, status="KILLED"),
+                "--data-root", str(tmp_path / "nowhere")]
     run_id = recorded_run(CONFIG, checkpoint=shapes_checkpoint(tmp_path, CONFIG))
     return ["--dataset", "ddi", "--resume", run_id, "--set", "hidden_channels=16"]
 
 
 @pytest.mark.parametrize("entry_id", ["resume-missing-run", "resume-other-dataset",
-                                      "resume-finished", "resume-other-shape"])
-def test_resume_refuses_a_run_it_cannot_go_on_with(entry_id, mlflow_store, tmp_path, capsys):
-    code = run_main(resume_case(entry_id, tmp_path))
+                                      "resume-finished", "resume-other-shape",
+                                      "resume-other-experiment", "resume-data-missing"])
+def test_resume_refuses_a_run_it_cannot_go_on_with(entry_id, mlflow_store, tmp_path, capsys,
+                                                   monkeypatch):
+    monkeypatch.delenv("PLNLP_DATA_ROOT", raising=False)
+    argv = resume_case(entry_id, tmp_path)
+    resumed = argv[argv.index("--resume") + 1]
+    client = MlflowClient()
+    before = client.get_run(resumed).info.status if entry_id != "resume-missing-run" else None
+    code = run_main(argv)
     assert_refused(entry_id, code, capsys.readouterr().err,
                    "test_resume_refuses_a_run_it_cannot_go_on_with")
+    if before is not None:  # looking it up changed nothing
+        assert client.get_run(resumed).info.status == before
 
 
 def recorded_sweep(dataset: str = "ddi", status: str = "KILLED", state: Path | None = None,
