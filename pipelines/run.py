@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     mark("ray")
     quiet_console(request.verbose)
     outcome = execute(plan.experiment, plan.run_name(), request.work_dir,
-                      lambda work: pipeline(plan), plan.run_id)
+                      lambda work: pipeline(plan), plan.run_id, request.verbose)
     if outcome is None:
         return 1
     print_summary(*outcome, plan.source.info.main_metric_key)

@@ -312,7 +312,8 @@ def run_sweep(request: SweepRequest) -> int:
         return 2
     quiet_console(request.verbose)
     outcome = execute(experiment, f"{source.info.name}-sweep", request.work_dir,
-                      lambda work: sweep(request, space, source), run_id=request.resume)
+                      lambda work: sweep(request, space, source), run_id=request.resume,
+                      verbose=request.verbose)
     if outcome is None:
         return 1
     run_id, best = outcome

@@ -4,6 +4,7 @@ its exit code, what becomes of the MLflow run and the test here that asserts
 them; :func:`test_the_catalog_lists_exactly_these_entries` keeps the catalog
 and the tests in step. Interrupts, unreachable services, GPU memory and two
 runs sharing one SQLite store are tested here too."""
+import errno
 import functools
 import http.server
 import os
@@ -322,11 +323,12 @@ ENTRIES: dict[str, Entry] = {
     # unreachable or refusing services
     "tracking-unreachable": service("no MLflow tracking server answers at",
                                     "test_an_unreachable_tracking_server_is_refused_quickly"),
-    "tracking-credentials": service("refused the credentials (HTTP 401); set "
-                                    "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD",
+    "tracking-credentials": service("refused the credentials (HTTP 40",
                                     "test_a_tracking_server_that_is_not_usable_is_refused"),
     "tracking-not-mlflow": service("answers but not as an MLflow tracking server (HTTP 404)",
                                    "test_a_tracking_server_that_is_not_usable_is_refused"),
+    "tracking-host-refused": service("refused the Host header 127.0.0.1:",
+                                     "test_a_tracking_server_that_is_not_usable_is_refused"),
     "tracking-unwritable": service("cannot write the MLflow store",
                                    "test_a_tracking_store_that_cannot_be_written_is_refused"),
     "ray-unreachable": service("no Ray cluster answers at RAY_ADDRESS=",
@@ -355,7 +357,7 @@ ENTRIES: dict[str, Entry] = {
         "cannot be written: the ",
         "test_object_storage_that_cannot_be_used_is_refused_before_any_work"),
     "data-root-unreadable": service(
-        "--data-root s3://no-such-bucket/ogb cannot be read: the bucket does not exist;",
+        "--data-root s3://",
         "test_object_storage_that_cannot_be_used_is_refused_before_any_work"),
     "data-root-empty": service(
         "--data-root s3://work/no-ogb holds no files;",
@@ -423,6 +425,11 @@ ENTRIES: dict[str, Entry] = {
                                            "test_library_safety_nets_raise_plnlp_error"),
     "other-failure": failure("error: [Errno 28] the disk is full",
                              "test_any_other_failure_marks_the_run_failed"),
+    "file-not-found": failure("error: [Errno 2] No such file or directory: '",
+                              "test_a_missing_file_is_named_by_its_path_and_verbose_shows_where"),
+    "file-not-found-no-path": failure(
+        "error: [Errno 2] No such file or directory (no path given; --verbose shows where)",
+        "test_a_missing_file_is_named_by_its_path_and_verbose_shows_where"),
     # interrupts
     "interrupted-sigint": Entry("interrupted: SIGINT (Ctrl-C) stopped the job and Ray was shut "
                                 "down (run ", 130, "KILLED",
@@ -774,14 +781,15 @@ def silent_listener() -> Iterator[int]:
 
 
 @contextmanager
-def http_server(status: int) -> Iterator[str]:
-    """An HTTP server answering every request with ``status``."""
+def http_server(status: int, body: str = "") -> Iterator[str]:
+    """An HTTP server answering every request with ``status`` and ``body``."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def answer(self) -> None:
             self.send_response(status)
-            self.send_header("Content-Length", "0")
+            self.send_header("Content-Length", str(len(body.encode())))
             self.end_headers()
+            self.wfile.write(body.encode())
 
         do_GET = do_POST = answer
 
@@ -821,15 +829,24 @@ def test_an_unreachable_tracking_server_is_refused_quickly(mlflow_store, monkeyp
             print(f"{uri}: refused in {seconds:.1f} s ({line})")
 
 
-@pytest.mark.parametrize(("entry_id", "status"), [("tracking-credentials", 401),
-                                                  ("tracking-not-mlflow", 404)])
-def test_a_tracking_server_that_is_not_usable_is_refused(entry_id, status, mlflow_store,
+# MLflow's server answers a Host header it was not told (--allowed-hosts) so
+INVALID_HOST = "Invalid Host header - possible DNS rebinding attack detected"
+
+
+@pytest.mark.parametrize(("entry_id", "status", "body"), [
+    ("tracking-credentials", 401, ""), ("tracking-credentials", 403, "Forbidden"),
+    ("tracking-not-mlflow", 404, ""), ("tracking-host-refused", 403, INVALID_HOST)])
+def test_a_tracking_server_that_is_not_usable_is_refused(entry_id, status, body, mlflow_store,
                                                          monkeypatch, capsys):
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
-    with http_server(status) as uri, tracking_uri(uri):
+    with http_server(status, body) as uri, tracking_uri(uri):
         code = run_main(SMOKE)
-    assert_refused(entry_id, code, capsys.readouterr().err,
-                   "test_a_tracking_server_that_is_not_usable_is_refused")
+    line = assert_refused(entry_id, code, capsys.readouterr().err,
+                          "test_a_tracking_server_that_is_not_usable_is_refused")
+    assert f"HTTP {status}" in line
+    if entry_id == "tracking-host-refused":
+        assert "credentials" not in line
+        assert f"--allowed-hosts {uri.removeprefix('http://')},..." in line
 
 
 @pytest.mark.parametrize("store", ["sqlite:///{file}/sub/mlflow.db", "file://{file}/mlruns",
@@ -1160,6 +1177,34 @@ def test_any_other_failure_marks_the_run_failed(ray_session, mlflow_store, stand
                    "test_any_other_failure_marks_the_run_failed")
     assert only_run(mlflow_store).data.tags[FAILURE_TAG] == "[Errno 28] the disk is full"
 
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_a_missing_file_is_named_by_its_path_and_verbose_shows_where(verbose, mlflow_store,
+                                                                    tmp_path, capsys):
+    """A library that re-raises a missing file without its path (as the
+    error then reaches the line), and one that never had it."""
+    test = "test_a_missing_file_is_named_by_its_path_and_verbose_shows_where"
+    gone = tmp_path / "gone" / "train.parquet"
+
+    def reading(work: Path) -> None:
+        try:
+            gone.read_bytes()
+        except FileNotFoundError as error:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT)) from error
+
+    def pathless(work: Path) -> None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
+
+    lines = {}
+    for entry_id, job_ in (("file-not-found", reading), ("file-not-found-no-path", pathless)):
+        outcome = job.execute(entry_id, "reading", None, job_, verbose=verbose)
+        err = capsys.readouterr().err
+        lines[entry_id] = assert_refused(entry_id, 1 if outcome is None else 0, err, test)
+        assert ("Traceback (most recent call last)" in err) == verbose
+        run = only_run(mlflow_store, entry_id)
+        assert run.info.status == "FAILED"
+        assert run.data.tags[FAILURE_TAG] == lines[entry_id].removeprefix("error: ")
+    assert lines["file-not-found"].endswith(f"No such file or directory: '{gone}'")
 
 # Interrupts -----------------------------------------------------------------------------------
 
@@ -1761,14 +1806,40 @@ def pointed_at(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
         storage._root_filesystem.cache_clear()
 
 
+class UnansweredRegion:
+    """``pyarrow.fs`` where S3 does not answer the question of a bucket's
+    region (as where AWS cannot be reached: no network, a firewall), which
+    ``FileSystem.from_uri`` asks before anything else."""
+
+    class FileSystem:
+        @staticmethod
+        def from_uri(uri: str) -> None:
+            bucket = uri.removeprefix("s3://").split("/")[0]
+            raise OSError(f"When resolving region for bucket '{bucket}': AWS Error "
+                          "NETWORK_CONNECTION during HeadBucket operation: curlCode: 6, Could "
+                          f"not resolve hostname; Details: Could not resolve host: {bucket}.s3."
+                          "us-east-1.amazonaws.com")
+
+    def __getattr__(self, name: str) -> object:
+        import pyarrow.fs
+
+        return getattr(pyarrow.fs, name)
+
+
 @pytest.mark.parametrize(("entry_id", "store", "flags", "said"), [
     ("work-dir-unwritable", "plain", ["--work-dir", "s3://no-such-bucket/plnlp"],
      "the bucket does not exist"),
     ("work-dir-unwritable", "strict", ["--work-dir", "s3://work/plnlp"],
      "the store refused the keys"),
     ("work-dir-unwritable", "silent", ["--work-dir", "s3://work/plnlp"],
-     "the store does not answer"),
-    ("data-root-unreadable", "plain", ["--data-root", "s3://no-such-bucket/ogb"], ""),
+     "the store does not answer (AWS_ENDPOINT_URL=http://127.0.0.1:"),
+    ("work-dir-unwritable", "aws", ["--work-dir", "s3://nu5/plnlp"],
+     "cannot be written: the store does not answer (AWS_ENDPOINT_URL is not set, so AWS itself "
+     "was asked); check"),
+    ("data-root-unreadable", "aws", ["--data-root", "s3://nu5/ogb"],
+     "cannot be read: the store does not answer (AWS_ENDPOINT_URL is not set"),
+    ("data-root-unreadable", "plain", ["--data-root", "s3://no-such-bucket/ogb"],
+     "s3://no-such-bucket/ogb cannot be read: the bucket does not exist;"),
     ("data-root-empty", "plain", ["--work-dir", "s3://work/plnlp", "--data-root",
                                   "s3://work/no-ogb"], ""),
 ])
@@ -1776,17 +1847,22 @@ def test_object_storage_that_cannot_be_used_is_refused_before_any_work(
         entry_id, store, flags, said, object_stores, mlflow_store, monkeypatch, capsys):
     """Before Ray starts (RAY_ADDRESS points nowhere and is never reached),
     and nothing is written that a later run would trust."""
+    from components.storage import location as storage
     from tests.object_store import bucket_keys
 
     strict, plain = object_stores
-    endpoint = {"strict": strict, "plain": plain,
+    endpoint = {"strict": strict, "plain": plain, "aws": plain,
                 "silent": f"http://127.0.0.1:{free_port()}"}[store]
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
     with pointed_at(endpoint, monkeypatch):
+        if store == "aws":  # no endpoint: pyarrow asks AWS for the bucket's region, unanswered
+            monkeypatch.delenv("AWS_ENDPOINT_URL")
+            monkeypatch.setattr(storage, "pafs", UnansweredRegion())
         code = run_main([*SMOKE, *flags])
     line = assert_refused(entry_id, code, capsys.readouterr().err,
                           "test_object_storage_that_cannot_be_used_is_refused_before_any_work")
     assert said in line
+    assert ".;" not in line and "no storage this product can reach" not in line
     assert mlflow.MlflowClient().search_experiments(filter_string="name = 'plnlp-ddi'") == []
     # at most the empty folder marker pyarrow leaves behind a probe
     assert [key for key in bucket_keys(plain, "work") if not key.endswith("/")] == []
