@@ -33,13 +33,16 @@ def pipeline(plan: RunPlan) -> dict[str, float]:
         log_config,
         log_graph,
         log_metrics,
+        log_sources,
         log_validation_curves,
         summary_metrics,
     )
+    from components.storage.location import location
     from components.train_and_evaluate import heart_stage, train_and_evaluate
     from components.training.checkpoints import checkpoint_root
     from components.training.startup import mark
     from pipelines.runtime.load_stage import load_stage
+    from plnlp_core.data.datasets import data_root_setting
 
     request = plan.request
     dataset = load_stage(plan.source, request.graph, request.data_root, request.work_dir)
@@ -48,6 +51,9 @@ def pipeline(plan: RunPlan) -> dict[str, float]:
     extra = plan.params()
     if plan.run_id is None:
         log_config(plan.config, extra, heuristic=plan.model != "plnlp")
+        log_sources(str(plan.source.path.resolve()) if plan.source.path else plan.source.info.name,
+                    location(data_root_setting(request.data_root)).uri,
+                    request.work_dir and location(request.work_dir).uri)
     # scipy's sparse products run on CPUs alone: as many as a worker holds
     cpus = request.workers.cpus_per_worker
     heart = heart_stage(dataset, plan.config, cpus)  # once for every seed
@@ -56,7 +62,8 @@ def pipeline(plan: RunPlan) -> dict[str, float]:
             dataset, plan.model.split(":")[1], plan.config, heart))
         log_metrics(final)
         return final
-    checkpoints = checkpoint_root(request.work_dir)
+    checkpoints = location(plan.checkpoints) if plan.checkpoints \
+        else checkpoint_root(request.work_dir)
     if plan.runs == 1:
         final = train_and_evaluate(dataset, plan.config, request.workers, checkpoints,
                                    request.max_failures, heart=heart)
@@ -121,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     mark("ray")
     quiet_console(request.verbose)
     outcome = execute(plan.experiment, plan.run_name(), request.work_dir,
-                      lambda work: pipeline(plan), plan.run_id)
+                      lambda work: pipeline(plan), plan.run_id, request.verbose)
     if outcome is None:
         return 1
     print_summary(*outcome, plan.source.info.main_metric_key)

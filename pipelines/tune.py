@@ -4,7 +4,7 @@ run; each trial reports every evaluated epoch to Tune, so that an ASHA
 scheduler stops weak ones early.
 
     python pipelines/tune.py --dataset ddi --space tune_spaces/ablation.yaml
-    python pipelines/tune.py --dataset ddi --resume <sweep run id>
+    python pipelines/tune.py --resume <sweep run id>
 
 Search spaces are data (``tune_spaces/*.yaml``, see
 :mod:`pipelines.planning.sweep_space`); trials are compared by a validation metric.
@@ -29,6 +29,7 @@ from pipelines.planning.sweep_plan import (
     check_resume_flags,
     planned_sweep,
     read_space,
+    resumed_request,
 )
 from pipelines.planning.sweep_space import SearchSpace
 from pipelines.runtime.process_exit import skip_final_collection
@@ -68,12 +69,13 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
     from ray import tune
 
     from components.recording.runs import tag_run, untag_run
-    from components.recording.tracking import log_config, log_text
+    from components.recording.tracking import log_config, log_sources, log_text
     from components.storage.location import location
     from components.sweep.trial import SweepTrial
     from components.train_and_evaluate import heart_stage
     from components.training.checkpoints import checkpoint_root
     from pipelines.runtime.load_stage import load_stage
+    from plnlp_core.data.datasets import data_root_setting
 
     parent = mlflow.active_run().info
     dataset = load_stage(source, request.graph, request.data_root, request.work_dir)
@@ -82,6 +84,9 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
     if request.resume is None:
         log_config(space.base, space.describe(), exclude=space.searched)
         log_text(request.space.read_text(), "search_space.yaml")
+        log_sources(str(source.path.resolve()) if source.path else source.info.name,
+                    location(data_root_setting(request.data_root)).uri,
+                    request.work_dir and location(request.work_dir).uri)
     heart = heart_stage(dataset, space.base, space.resources.cpus_per_worker)  # for every trial
     options = {"tracking_uri": mlflow.get_tracking_uri(), "metric": space.metric, "heart": heart,
                "checkpoints": checkpoint_root(request.work_dir).uri,
@@ -277,6 +282,7 @@ def run_sweep(request: SweepRequest) -> int:
     skip_final_collection()
     try:
         check_resume_flags(request)
+        request = resumed_request(request)
         source = graph_source(request.dataset, request.graph)
         space = read_space(request, source) if request.resume is None else None
     except PLNLPError as error:
@@ -306,7 +312,8 @@ def run_sweep(request: SweepRequest) -> int:
         return 2
     quiet_console(request.verbose)
     outcome = execute(experiment, f"{source.info.name}-sweep", request.work_dir,
-                      lambda work: sweep(request, space, source), run_id=request.resume)
+                      lambda work: sweep(request, space, source), run_id=request.resume,
+                      verbose=request.verbose)
     if outcome is None:
         return 1
     run_id, best = outcome

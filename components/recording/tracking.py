@@ -24,6 +24,10 @@ from plnlp_core.data.own_graph import GraphReport
 
 FAILURE_TAG = "failure_reason"
 INTERRUPTED_TAG = "interrupted_at_epoch"
+# what ``--resume RUN_ID`` finds again from any folder (see :func:`log_sources`)
+DATASET_TAG = "plnlp.dataset"
+DATA_ROOT_TAG = "plnlp.data_root"
+WORK_DIR_TAG = "plnlp.work_dir"
 
 
 def log_config(config: PLNLPConfig, extra: dict[str, object],
@@ -40,6 +44,16 @@ def log_config(config: PLNLPConfig, extra: dict[str, object],
                        for key, value in {**shaping, **extra}.items()})
     settings = {key: value for key, value in config.to_dict().items() if key not in exclude}
     mlflow.log_text(yaml.safe_dump(settings, sort_keys=False), "config.yaml")
+
+
+def log_sources(dataset: str, data_root: str, work_dir: str | None) -> None:
+    """Tags the active run with where its inputs and outputs are, so that
+    ``--resume RUN_ID`` finds them from any folder (under ``ray job submit``
+    the job's own): the dataset as given (an OGB name, or the absolute path
+    of a graph of one's own), the data root and, when one was given, the
+    work folder, each an absolute path or a URI."""
+    tags = {DATASET_TAG: dataset, DATA_ROOT_TAG: data_root}
+    mlflow.set_tags({**tags, **({WORK_DIR_TAG: work_dir} if work_dir else {})})
 
 
 def log_metrics(metrics: dict[str, float]) -> None:

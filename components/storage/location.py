@@ -192,22 +192,34 @@ def check_writable(folder: Location, flag: str) -> None:
         probe.write_text("probe")
         probe.read_text()
         probe.filesystem.delete_file(probe.path)
+    except StoreUnreachable as error:
+        problem = error.problem
+    except PLNLPError:
+        raise
     except (OSError, ValueError) as error:
-        raise PLNLPError(f"{flag} {folder.uri} cannot be written: {storage_problem(error)}; "
-                         f"{STORAGE_FIX}") from None
+        problem = storage_problem(error, folder.uri)
+    else:
+        return
+    raise PLNLPError(f"{flag} {folder.uri} cannot be written: {problem}; {STORAGE_FIX}") from None
 
 
 def check_listable(folder: Location, flag: str) -> None:
     """Lists ``folder``; refuses, in one sentence naming the URI, a store
     that does not answer, a bucket that does not exist or an empty folder."""
-    bucket = folder.path.split("/", 1)[0]
+    problem = None
     try:
+        bucket = folder.path.split("/", 1)[0]
         if folder.filesystem.get_file_info(bucket).type == pafs.FileType.NotFound:
             raise OSError("NoSuchBucket")
         found = folder.files()
+    except StoreUnreachable as error:
+        problem = error.problem
+    except PLNLPError:
+        raise
     except (OSError, ValueError) as error:
-        raise PLNLPError(f"{flag} {folder.uri} cannot be read: {storage_problem(error)}; "
-                         f"{STORAGE_FIX}") from None
+        problem = storage_problem(error, folder.uri)
+    if problem is not None:
+        raise PLNLPError(f"{flag} {folder.uri} cannot be read: {problem}; {STORAGE_FIX}")
     if not found:
         raise PLNLPError(f"{flag} {folder.uri} holds no files; give the folder that holds "
                          "OGB's dataset folders.")
@@ -217,12 +229,24 @@ STORAGE_FIX = ("check the bucket's name and the store's endpoint and keys in the
                "(AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY for S3).")
 
 
-def storage_problem(error: BaseException) -> str:
-    """What an object store's error means, in a few words."""
+class StoreUnreachable(PLNLPError):
+    """An object store that could not be reached, the bucket's file system
+    not even made (pyarrow asks S3 for a bucket's region first): ``problem``
+    says why, in :func:`storage_problem`'s words."""
+
+    def __init__(self, root: str, problem: str) -> None:
+        super().__init__(f"{root} cannot be reached: {problem}; {STORAGE_FIX}")
+        self.problem = problem
+
+
+def storage_problem(error: BaseException, uri: str = "") -> str:
+    """What an object store's error means, in a few words; for a store at
+    ``uri`` that does not answer, which endpoint was asked."""
     text = str(error)
+    if "NETWORK_CONNECTION" in text:
+        return f"the store does not answer{_endpoint(uri)}"
     known = {"NO_SUCH_BUCKET": "the bucket does not exist",
              "NoSuchBucket": "the bucket does not exist",
-             "NETWORK_CONNECTION": "the store does not answer",
              "ACCESS_DENIED": "the store refused the keys",
              "InvalidAccessKeyId": "the store refused the keys",
              "SignatureDoesNotMatch": "the store refused the keys",
@@ -239,8 +263,25 @@ def _root_filesystem(root: str) -> tuple[pafs.FileSystem, str]:
     try:
         return pafs.FileSystem.from_uri(root)
     except (OSError, ValueError) as error:
-        raise PLNLPError(f"{root} is no storage this product can reach ({storage_problem(error)});"
-                         " give a local folder or an s3://, gs:// or abfs:// URI.") from None
+        problem = storage_problem(error, root)
+        if problem.startswith(KNOWN_PROBLEMS):  # a store of a kind it reads, not reached
+            raise StoreUnreachable(root, problem) from None
+        raise PLNLPError(f"{root} is no storage this product can reach ({problem}); give a "
+                         "local folder or an s3://, gs:// or abfs:// URI.") from None
+
+
+KNOWN_PROBLEMS = ("the store does not answer", "the bucket does not exist",
+                  "the store refused the keys")
+
+
+def _endpoint(uri: str) -> str:
+    """`` (AWS_ENDPOINT_URL=<url>)`` for an ``s3://`` URI, or that AWS's own
+    endpoint was asked for want of one; nothing for other stores."""
+    if not uri.startswith("s3://"):
+        return ""
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    return f" (AWS_ENDPOINT_URL={endpoint})" if endpoint else \
+        " (AWS_ENDPOINT_URL is not set, so AWS itself was asked)"
 
 
 def _resolve(uri: str) -> tuple[pafs.FileSystem, str]:

@@ -148,6 +148,19 @@ def newest_complete(stored: list[StoredCheckpoint]) -> StoredCheckpoint | None:
     return next((found for found in stored if found.complete), None)
 
 
+def resumable_epoch(storage: Location, world_size: int) -> int:
+    """The epoch ``--resume`` goes on after: that of the newest checkpoint
+    every worker finished writing in a run's checkpoints folder ``storage``
+    (its ``plnlp.checkpoints`` tag; Ray Train's folder of the run lies
+    inside), as a restarted worker chooses it; 0 if there is none."""
+    filesystem = storage.filesystem
+    selector = pafs.FileSelector(storage.path, allow_not_found=True)
+    newest = [newest_complete(stored_checkpoints(filesystem, info.path, world_size))
+              for info in filesystem.get_file_info(selector)
+              if info.type == pafs.FileType.Directory]
+    return max((found.epoch for found in newest if found is not None), default=0)
+
+
 def newest_checkpoint(folder: Location, world_size: int) -> str:
     """The path of the newest checkpoint every worker finished writing under
     ``folder`` (a run's Ray Train storage folder); one must be there."""

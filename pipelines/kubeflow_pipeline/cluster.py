@@ -5,6 +5,7 @@ pipeline would get wrong on a cluster (:func:`cluster_problems`)."""
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from components.storage.location import is_uri
 
@@ -12,6 +13,8 @@ if TYPE_CHECKING:  # kfp takes 0.7 s to import: the command's --help needs none 
     from kfp import dsl
 
 BASE_IMAGE = os.environ.get("PLNLP_IMAGE", "plnlp:latest")
+# Host names that mean "this machine" (in a pod, the pod).
+LOOPBACK = ("localhost", "127.0.0.1", "::1", "0.0.0.0")
 # Given to every step as the shell that compiles (or runs) the pipeline has them.
 STEP_ENV = ("MLFLOW_TRACKING_URI", "RAY_ADDRESS", "PLNLP_DATA_ROOT", "PLNLP_CACHE_DIR")
 # Read from --secret's Secret into every step, each only where the Secret has it.
@@ -58,8 +61,9 @@ def cluster_problems(environ: Mapping[str, str], cache_volume: str | None = None
                      work_dir: str = "") -> list[str]:
     """What a pipeline compiled with ``environ`` would get wrong on a
     cluster, one sentence each: the default image, no tracking server, a
-    tracking store local to each pod (lost with it), a stage cache in no
-    object storage and on no volume."""
+    tracking store local to each pod (lost with it) or a server's address
+    that means this machine (in a pod, the pod), a stage cache in no object
+    storage and on no volume."""
     problems = []
     if "PLNLP_IMAGE" not in environ:
         problems.append(f"PLNLP_IMAGE is unset, so every step runs the image {BASE_IMAGE}; "
@@ -71,6 +75,10 @@ def cluster_problems(environ: Mapping[str, str], cache_volume: str | None = None
     elif not uri.startswith(("http://", "https://", "databricks")):
         problems.append(f"MLFLOW_TRACKING_URI={uri} is a store on this machine, which no pod "
                         "sees; set it to your tracking server.")
+    elif (urlsplit(uri).hostname or "") in LOOPBACK:
+        problems.append(f"MLFLOW_TRACKING_URI={uri} points at this machine, and in a pod "
+                        f"{urlsplit(uri).hostname} is the pod itself; set it to the tracking "
+                        "server's address the pods reach (e.g. http://mlflow.<namespace>.svc:5000).")
     if cache_volume is None and not is_uri(work_dir):
         problems.append("no --work-dir in object storage and no --cache-volume, so each pod "
                         "caches its stage outputs where they are lost with it, and every run "

@@ -16,7 +16,10 @@ from plnlp_core.data.datasets import DATASETS
 
 def run_request(argv: list[str] | None = None) -> RunRequest:
     """``pipelines/run.py``'s flags in ``argv`` (default: the command line's)."""
-    args = run_parser().parse_args(argv)
+    parser = run_parser()
+    args = parser.parse_args(argv)
+    if args.dataset is None and args.resume is None:
+        parser.error("the following arguments are required: --dataset (or --resume RUN_ID)")
     return RunRequest(
         dataset=args.dataset, preset=args.preset, config_file=args.config,
         overrides=tuple(args.overrides), model=args.model, runs=args.runs, seed=args.seed,
@@ -32,10 +35,11 @@ def run_parser() -> argparse.ArgumentParser:
         description="Train and evaluate a PLNLP link predictor on an OGB dataset or a graph of "
                     "your own, on Ray, recording to MLflow.",
     )
-    parser.add_argument("--dataset", required=True,
+    parser.add_argument("--dataset",
                         help=f"one of {', '.join(DATASETS.names)}, or the path of your edge list "
                              "(.csv or .parquet: src, dst[, weight, time]) or of a split folder "
-                             "(train, valid, test files: src, dst, label)")
+                             "(train, valid, test files: src, dst, label); with --resume, the "
+                             "run's")
     parser.add_argument("--preset", help="settings to start from (pipelines/presets/"
                                          "<dataset>.yaml, own.yaml for your graph); default: "
                                          "paper, or default for your graph (the edge "
@@ -58,7 +62,8 @@ def run_parser() -> argparse.ArgumentParser:
                                            "(default: $PLNLP_CACHE_DIR, else ~/.cache/plnlp)")
     parser.add_argument("--resume", metavar="RUN_ID",
                         help="go on with a stopped or failed run (its MLflow run id) from its "
-                             "latest checkpoint, with its settings (--set may change epochs)")
+                             "latest checkpoint, in its experiment, with its settings, dataset, "
+                             "data root and work folder (--set may change epochs)")
     add_register_arg(parser)
     parser.add_argument("--yes", action="store_true",
                         help="run a preset made for a GPU without one, without asking")
@@ -69,7 +74,10 @@ def run_parser() -> argparse.ArgumentParser:
 
 def sweep_request(argv: list[str] | None = None) -> SweepRequest:
     """``pipelines/tune.py``'s flags in ``argv`` (default: the command line's)."""
-    args = sweep_parser().parse_args(argv)
+    parser = sweep_parser()
+    args = parser.parse_args(argv)
+    if args.dataset is None and args.resume is None:
+        parser.error("the following arguments are required: --dataset (or --resume RUN_ID)")
     return SweepRequest(
         dataset=args.dataset, space=args.space, resume=args.resume,
         overrides=tuple(args.overrides), num_samples=args.num_samples,
@@ -84,15 +92,16 @@ def sweep_parser() -> argparse.ArgumentParser:
     """``pipelines/tune.py``'s flags."""
     parser = argparse.ArgumentParser(prog="pipelines/tune.py",
                                      description="Sweep PLNLP settings with Ray Tune.")
-    parser.add_argument("--dataset", required=True,
+    parser.add_argument("--dataset",
                         help=f"one of {', '.join(DATASETS.names)}, or the path of your edge list "
-                             "or split folder (see pipelines/run.py --help)")
+                             "or split folder (see pipelines/run.py --help); with --resume, the "
+                             "sweep's")
     sweep_of = parser.add_mutually_exclusive_group(required=True)
     sweep_of.add_argument("--space", type=Path, help="a tune_spaces/*.yaml file")
     sweep_of.add_argument("--resume", metavar="RUN_ID",
                           help="go on with an interrupted sweep (its MLflow run id), keeping "
-                               "the trials that ended; give the same --dataset, --data-root "
-                               "and --work-dir")
+                               "the trials that ended, with its dataset, data root and work "
+                               "folder")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="fix one setting for every trial")
     parser.add_argument("--num-samples", type=int, help="trials (default: the space's)")

@@ -32,8 +32,8 @@ class RunRequest:
     """What a run is asked to do: the flags of ``pipelines/run.py``.
 
     Attributes:
-        dataset (str): An OGB dataset's name, or the path of an edge list or
-            split folder.
+        dataset (str, optional): An OGB dataset's name, or the path of an
+            edge list or split folder (with ``resume``, the run's by default).
         preset (str, optional): Settings to start from (default: ``paper``,
             or ``default`` for a graph of one's own).
         config_file (Path, optional): A YAML mapping of settings over the preset.
@@ -46,13 +46,14 @@ class RunRequest:
         experiment (str, optional): The MLflow experiment.
         data_root (str, optional): The folder or URI holding OGB datasets.
         work_dir (str, optional): The folder or URI of stage outputs and checkpoints.
-        resume (str, optional): The MLflow run that goes on.
+        resume (str, optional): The MLflow run that goes on, in its own
+            experiment, with its data root and work folder unless given.
         register (str, optional): The registered model the result joins.
         yes (bool): Run a preset made for a GPU on CPUs without asking.
         verbose (bool): Show Ray's and MLflow's own lines.
     """
 
-    dataset: str
+    dataset: str | None
     preset: str | None = None
     config_file: Path | None = None
     overrides: tuple[str, ...] = ()
@@ -102,6 +103,9 @@ class RunPlan:
         runs (int): Its number of seeds.
         children (dict): Seed to nested run id, for ``runs`` > 1.
         finished (dict): Seed to ``final_*`` metrics of the seeds done.
+        checkpoints (str, optional): The folder of the resumed run's training
+            checkpoints (the parent of its ``plnlp.checkpoints`` tag), else
+            the work folder's.
     """
 
     request: RunRequest
@@ -111,6 +115,7 @@ class RunPlan:
     runs: int = 1
     children: dict[int, str] = field(default_factory=dict)
     finished: dict[int, dict[str, float]] = field(default_factory=dict)
+    checkpoints: str | None = None
 
     @property
     def model(self) -> str:

@@ -1,7 +1,12 @@
 """``--resume RUN_ID``: a stopped or failed run goes on from its latest
-checkpoint, in the same MLflow run, with the settings it was started with."""
+checkpoint, in the same MLflow run, with the settings it was started with,
+its dataset, data root and work folder: the run id (and the tracking URI)
+is all it needs, from any folder."""
 import dataclasses
 import json
+import os
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import mlflow
@@ -11,43 +16,65 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from components.recording.metric_names import run_metrics
-from components.storage.location import location
+from components.recording.tracking import DATA_ROOT_TAG, DATASET_TAG, WORK_DIR_TAG
+from components.storage.location import is_uri, location
 from components.training.checkpoints import CHECKPOINTS_TAG, SHAPES_FILE
 from pipelines.planning.presets import parse_overrides
 from pipelines.planning.request import GraphSource, RunPlan, RunRequest
 from pipelines.runtime.mlflow_store import check_tracking_store
 from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
+from plnlp_core.data.datasets import data_root_setting
 from plnlp_core.errors import PLNLPError
 
 
-def resumed_run(request: RunRequest, source: GraphSource) -> RunPlan:
+def resumed_run(request: RunRequest, graph: Callable[[str], GraphSource]) -> RunPlan:
     """Looks ``request.resume`` up and checks that it can go on: the
-    tracking store answers, the run exists, has not finished, trained
-    ``source``'s graph, and its checkpoint fits the model its settings
-    build. The plan goes on with the run's settings and preset, and
-    ``--set`` on top."""
+    tracking store answers, the run exists, has not finished, trained the
+    graph ``--dataset`` names (by default the run's own, which ``graph``
+    reads), is in the ``--experiment`` given, and its checkpoint fits the
+    model its settings build. The plan goes on in the run's experiment,
+    with its settings and preset and ``--set`` on top, its data root and
+    work folder unless given (the data is the same wherever it is read
+    from), and its checkpoints. Looking it up changes nothing in MLflow."""
     check_tracking_store(mlflow.get_tracking_uri())
+    if not request.verbose:  # MLflow's bars for the download of config.yaml
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     client = MlflowClient()
     run_id = request.resume
     run = _get_run(client, run_id)
+    tags = run.data.tags
     trained = run.data.params.get("dataset")
+    source = graph(request.dataset or tags.get(DATASET_TAG) or trained or "")
     if trained != source.info.name:
         raise PLNLPError(f"run {run_id} trained {trained}, not {source.info.name}; "
                          f"resume it with --dataset {trained}.")
     if run.info.status == "FINISHED":
         raise PLNLPError(f"run {run_id} has already finished; start a new run instead "
                          "of --resume.")
-    settings = yaml.safe_load(Path(client.download_artifacts(run_id, "config.yaml"))
-                              .read_text())
+    experiment = client.get_experiment(run.info.experiment_id).name
+    if request.experiment not in (None, experiment):
+        raise PLNLPError(f"run {run_id} is in experiment {experiment!r}, not "
+                         f"{request.experiment!r}; drop --experiment to go on with it there.")
+    with tempfile.TemporaryDirectory() as folder:
+        settings = yaml.safe_load(Path(client.download_artifacts(run_id, "config.yaml", folder))
+                                  .read_text())
     config = PLNLPConfig.from_mapping({**settings, **parse_overrides(request.overrides)})
     info = config.validate(source.info if source.path is not None else None)
-    request = dataclasses.replace(request, preset=run.data.params.get("preset", request.preset))
+    request = dataclasses.replace(
+        request, dataset=request.dataset or tags.get(DATASET_TAG) or trained,
+        preset=run.data.params.get("preset", request.preset), experiment=experiment,
+        data_root=request.data_root or _usable_root(tags.get(DATA_ROOT_TAG), source),
+        work_dir=request.work_dir or tags.get(WORK_DIR_TAG))
     resumed = RunPlan(request, config, source, run_id, int(run.data.params.get("runs", 1)))
     if resumed.runs > 1:
         _read_children(client, run, resumed)
-    for resumed_id in [run_id, *resumed.children.values()]:
-        _check_shapes(client.get_run(resumed_id), config, info)
+    runs = [client.get_run(resumed_id) for resumed_id in [run_id, *resumed.children.values()]]
+    for each in runs:
+        _check_shapes(each, config, info)
+    _check_data(run_id, source, request.data_root)
+    kept = [each.data.tags[CHECKPOINTS_TAG] for each in runs if CHECKPOINTS_TAG in each.data.tags]
+    resumed.checkpoints = location(kept[0]).parent.uri if kept else None
     return resumed
 
 
@@ -58,6 +85,27 @@ def _get_run(client: MlflowClient, run_id: str) -> Run:
         raise PLNLPError(f"there is no MLflow run {run_id} at {mlflow.get_tracking_uri()}; "
                          "give --resume the id of a run of this tracking store (see mlflow "
                          "ui), or set MLFLOW_TRACKING_URI to the store that holds it.") from error
+
+
+def _usable_root(recorded: str | None, source: GraphSource) -> str | None:
+    """The data root the run recorded, unless it is a local folder that
+    does not hold its dataset here (another machine's: ``PLNLP_DATA_ROOT``
+    or ``./data`` then, as for a new run)."""
+    if recorded is None or is_uri(recorded) or source.path is not None \
+            or (Path(recorded) / source.info.dir_name).is_dir():
+        return recorded
+    return None
+
+
+def _check_data(run_id: str, source: GraphSource, data_root: str | None) -> None:
+    """Refuses, before the run is touched, a local data root without the
+    run's OGB dataset (the load stage would fail the run it goes on with)."""
+    root = data_root_setting(data_root)
+    if source.path is not None or is_uri(root) or (Path(root) / source.info.dir_name).is_dir():
+        return
+    raise PLNLPError(f"run {run_id} cannot go on: {Path(root).resolve()} holds no "
+                     f"{source.info.dir_name} folder here; give --data-root the folder that holds "
+                     "it (or set PLNLP_DATA_ROOT).")
 
 
 def _read_children(client: MlflowClient, parent: Run, resumed: RunPlan) -> None:

@@ -26,12 +26,12 @@ def plan_run(request: RunRequest) -> RunPlan:
     """The plan of ``request``: its graph and settings, or, with
     ``resume``, the run that goes on (see
     :func:`pipelines.planning.resume.resumed_run`)."""
-    source = graph_source(request.dataset, request.graph)
     _check_model(request)
     if request.resume is not None:
         from pipelines.planning.resume import resumed_run  # looks the run up in MLflow
 
-        return resumed_run(request, source)
+        return resumed_run(request, lambda dataset: graph_source(dataset, request.graph))
+    source = graph_source(request.dataset, request.graph)
     config = resolve_config(request, source)
     plan = RunPlan(request, config, source, runs=request.runs if request.model == "plnlp" else 1)
     if request.model == "plnlp":

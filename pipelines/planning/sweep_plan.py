@@ -4,6 +4,8 @@ step's parameters) becomes the :class:`~pipelines.planning.sweep_space.SearchSpa
 to run and its MLflow experiment: the ``--space`` file with the command
 line's settings on top, or, with ``resume``, the interrupted sweep as its
 run recorded it (looked up in MLflow, imported only then)."""
+import dataclasses
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +30,8 @@ class SweepRequest:
     """What a sweep is asked to do: the flags of ``pipelines/tune.py``.
 
     Attributes:
-        dataset (str): An OGB dataset's name, or the path of one's own graph.
+        dataset (str, optional): An OGB dataset's name, or the path of one's
+            own graph (with ``resume``, the sweep's by default).
         space (Path, optional): The ``tune_spaces/*.yaml`` file (a new sweep).
         resume (str, optional): The interrupted sweep's MLflow run that goes on.
         overrides (tuple): ``KEY=VALUE`` settings fixed for every trial.
@@ -51,7 +54,7 @@ class SweepRequest:
         verbose (bool): Show Ray's, Tune's and MLflow's own lines.
     """
 
-    dataset: str
+    dataset: str | None
     space: Path | None = None
     resume: str | None = None
     overrides: tuple[str, ...] = ()
@@ -120,27 +123,53 @@ def planned_sweep(request: SweepRequest, source: GraphSource,
     return space, request.experiment or f"plnlp-{source.info.name}-tune"
 
 
+def resumed_request(request: SweepRequest) -> SweepRequest:
+    """With ``--resume``, ``request`` with what the sweep's run recorded where
+    the flags say nothing: its dataset, data root and work folder, so that
+    the run id (and the tracking URI) is all it needs, from any folder."""
+    if request.resume is None:
+        return request
+    from components.recording.tracking import DATA_ROOT_TAG, DATASET_TAG, WORK_DIR_TAG
+
+    run = _sweep_run(request.resume)
+    tags = run.data.tags
+    return dataclasses.replace(
+        request, dataset=request.dataset or tags.get(DATASET_TAG) or run.data.params.get(
+            "dataset", ""), data_root=request.data_root or tags.get(DATA_ROOT_TAG),
+        work_dir=request.work_dir or tags.get(WORK_DIR_TAG))
+
+
+def _sweep_run(run_id: str) -> object:
+    """The MLflow run ``--resume`` names, from a store that must exist
+    (reading one creates it), without MLflow's download bars."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    from pipelines.runtime.mlflow_store import check_store_exists, check_tracking_store
+
+    check_store_exists(mlflow.get_tracking_uri())
+    check_tracking_store(mlflow.get_tracking_uri())  # a server that does not answer: at once
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    try:
+        return MlflowClient().get_run(run_id)
+    except MlflowException as error:
+        raise PLNLPError(f"there is no MLflow run {run_id} at {mlflow.get_tracking_uri()}; "
+                         "give --resume the id of a sweep run of this tracking store (see "
+                         "mlflow ui), or set MLFLOW_TRACKING_URI to the store that holds "
+                         "it.") from error
+
+
 def resumed_sweep(request: SweepRequest, source: GraphSource) -> tuple[SearchSpace, str]:
     """Looks ``--resume`` up: a sweep's run of this tracking store (which
     must exist: reading one creates it) that swept ``source``'s graph, has
     not finished and still has its Ray Tune state. Returns its search space,
     rebuilt from what the run recorded, and its experiment's name."""
-    import mlflow
-    from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
     from ray import tune
 
-    from pipelines.runtime.mlflow_store import check_store_exists
-
-    check_store_exists(mlflow.get_tracking_uri())
     client = MlflowClient()
-    try:
-        run = client.get_run(request.resume)
-    except MlflowException as error:
-        raise PLNLPError(f"there is no MLflow run {request.resume} at {mlflow.get_tracking_uri()}; "
-                         "give --resume the id of a sweep run of this tracking store (see "
-                         "mlflow ui), or set MLFLOW_TRACKING_URI to the store that holds "
-                         "it.") from error
+    run = _sweep_run(request.resume)
     params = run.data.params
     if "searched" not in params:
         raise PLNLPError(f"run {request.resume} is not a sweep; give --resume the sweep's run (a "

@@ -18,6 +18,8 @@ from mlflow.tracking import MlflowClient
 
 from components.recording.runs import end_other_run, end_run
 from components.recording.tracking import FAILURE_TAG, INTERRUPTED_TAG
+from components.storage.location import location
+from components.training.checkpoints import CHECKPOINTS_TAG, resumable_epoch
 from pipelines.planning.sweep_plan import TUNE_STATE_TAG
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -149,11 +151,11 @@ def end_runs_killed(reason: str, since: float | None = None) -> str | None:
     and those that ended FAILED after ``since`` (a ``with
     mlflow.start_run()`` block that the interrupt left, as a seed of
     ``--runs`` does). Each is tagged with ``reason`` (``failure_reason``)
-    and the epoch it reached (``interrupted_at_epoch``: the largest step of
-    its ``train_loss``, else its runs', 0 if none), but a sweep's run: its
-    trials ran side by side, each to its own epoch. Returns what became of
-    the outermost run: ``run <id> KILLED at epoch <n>``, or for a sweep how
-    many trials ended and how to go on."""
+    and the epoch it reached (``interrupted_at_epoch``, see
+    :func:`epoch_reached`, else its runs', 0 if none), but a sweep's run:
+    its trials ran side by side, each to its own epoch. Returns what became
+    of the outermost run and how to go on: ``run <id> KILLED at epoch <n>;
+    go on with: ...``, or for a sweep how many trials ended."""
     client = MlflowClient() if mlflow.active_run() is not None else None
     outermost, reached = None, 0
     while (run := mlflow.active_run()) is not None:
@@ -163,7 +165,9 @@ def end_runs_killed(reason: str, since: float | None = None) -> str | None:
         sweep = TUNE_STATE_TAG in client.get_run(run_id).data.tags
         end_run("KILLED", {FAILURE_TAG: reason} if sweep
                 else {FAILURE_TAG: reason, EPOCH_TAG: reached})
-        outermost = _sweep_killed(run_id) if sweep else f"run {run_id} KILLED at epoch {reached}"
+        outermost = _sweep_killed(run_id) if sweep else (
+            f"run {run_id} KILLED at epoch {reached}; go on with: python pipelines/run.py "
+            f"--resume {run_id}")
     return outermost
 
 
@@ -177,7 +181,16 @@ def _sweep_killed(run_id: str) -> str:
 
 
 def epoch_reached(client: MlflowClient, run_id: str) -> int:
-    """The largest step of the run's ``train_loss`` history, 0 if none."""
+    """The epoch ``--resume`` goes on after: for a run that keeps training
+    checkpoints (its ``plnlp.checkpoints`` tag), that of the newest one
+    every worker finished writing (0 if none), which may be later than the
+    last epoch MLflow holds (a report dies with its worker) or earlier (the
+    epochs since are trained again); else the largest step of its
+    ``train_loss`` history, 0 if none."""
+    run = client.get_run(run_id)
+    storage = run.data.tags.get(CHECKPOINTS_TAG)
+    if storage:
+        return resumable_epoch(location(storage), int(run.data.params.get("num_workers", 1)))
     return max((int(m.step) for m in client.get_metric_history(run_id, "train_loss")),
                default=0)
 

@@ -1,10 +1,12 @@
 """What every command line shares: refuse bad input and unreachable
 services before any work, run the job inside one MLflow run, record a
 failure as a FAILED run and an interrupt as a KILLED one."""
+import errno
 import logging
 import re
 import sys
 import tempfile
+import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -83,11 +85,12 @@ def check_resources(workers: WorkerGroup) -> None:
 
 def execute(
     experiment: str, run_name: str, work_dir: str | None, job: Callable[[Location], T],
-    run_id: str | None = None,
+    run_id: str | None = None, verbose: bool = False,
 ) -> tuple[str, T] | None:
     """Runs ``job(work)`` inside a new MLflow run of ``experiment`` (or the
     existing run ``run_id``, which goes on); returns the run's id and the
-    job's result, or ``None`` after marking the run FAILED with the reason.
+    job's result, or ``None`` after marking the run FAILED with the reason
+    (printed after the error's traceback when ``verbose``).
     A scratch ``work`` folder is removed afterwards unless ``work_dir``
     names it. SIGINT or SIGTERM ends the run KILLED and exits 130 or 143
     (see :func:`pipelines.runtime.interrupts.stop`)."""
@@ -111,6 +114,8 @@ def execute(
     except Exception as error:  # the run is recorded as failed, then the error is shown
         reason = describe_failure(error)
         mark_failed(reason)
+        if verbose:
+            traceback.print_exception(error, file=sys.stderr)
         print(f"error: {reason}", file=sys.stderr)
         return None
     finally:
@@ -151,10 +156,21 @@ def scratch_dir() -> Path:
 
 
 def failure_reason(error: BaseException) -> str:
-    """The innermost cause's first line (see :func:`causes`)."""
-    *_, error = causes(error)
+    """The innermost cause's first line (see :func:`causes`). A file that
+    is not there (``[Errno 2] No such file or directory``) is named by its
+    path, the innermost one the chain gives, or the line says that none
+    was given and ``--verbose`` shows where."""
+    *outer, error = causes(error)
     text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
+    line = text.splitlines()[0] if text else type(error).__name__
+    if isinstance(error, OSError) and error.errno == errno.ENOENT:
+        paths = [str(each.filename) for each in (*outer, error)
+                 if isinstance(each, OSError) and each.filename]
+        if not paths:
+            line += " (no path given; --verbose shows where)"
+        elif paths[-1] not in line:
+            line += f": {paths[-1]!r}"
+    return line
 
 
 def causes(error: BaseException) -> Iterator[BaseException]:

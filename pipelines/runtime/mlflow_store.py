@@ -103,6 +103,12 @@ def _tracking_server_problem(uri: str, error: MlflowException) -> str:
                 "server --host 0.0.0.0 --port 5000`) or fix MLFLOW_TRACKING_URI, or unset "
                 "it to record to ./mlflow.db.")
     status = error.get_http_status_code()
+    if status == 403 and "Invalid Host header" in str(error):  # its DNS-rebinding check
+        host = urlsplit(uri).netloc
+        return (f"the MLflow tracking server at {uri} refused the Host header {host} (HTTP 403, "
+                "Invalid Host header: it accepts only the hosts it was told); start it with "
+                f"`mlflow server --allowed-hosts {host},...` naming every address its clients "
+                f"use (and `--cors-allowed-origins http://{host}` for the UI in a browser).")
     if error.error_code in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
         return (f"the MLflow tracking server at {uri} refused the credentials (HTTP {status}); "
                 "set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, or "

@@ -4,6 +4,7 @@ its exit code, what becomes of the MLflow run and the test here that asserts
 them; :func:`test_the_catalog_lists_exactly_these_entries` keeps the catalog
 and the tests in step. Interrupts, unreachable services, GPU memory and two
 runs sharing one SQLite store are tested here too."""
+import errno
 import functools
 import http.server
 import os
@@ -252,6 +253,10 @@ ENTRIES: dict[str, Entry] = {
     "resume-other-dataset": resume("trained collab, not ddi; resume it with --dataset collab."),
     "resume-finished": resume("has already finished; start a new run instead of --resume."),
     "resume-other-shape": resume("holds a model of another shape ("),
+    "resume-other-experiment": resume("is in experiment 'plnlp-ddi', not 'mine'; drop "
+                                      "--experiment to go on with it there."),
+    "resume-data-missing": resume("holds no ogbl_ddi folder here; give --data-root the folder "
+                                  "that holds it"),
     # pipelines/tune.py --resume
     "sweep-resume-settings": sweep_resume("--resume goes on with the sweep's own settings; drop "
                                           "--set, --num-samples."),
@@ -328,11 +333,12 @@ ENTRIES: dict[str, Entry] = {
     # unreachable or refusing services
     "tracking-unreachable": service("no MLflow tracking server answers at",
                                     "test_an_unreachable_tracking_server_is_refused_quickly"),
-    "tracking-credentials": service("refused the credentials (HTTP 401); set "
-                                    "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD",
+    "tracking-credentials": service("refused the credentials (HTTP 40",
                                     "test_a_tracking_server_that_is_not_usable_is_refused"),
     "tracking-not-mlflow": service("answers but not as an MLflow tracking server (HTTP 404)",
                                    "test_a_tracking_server_that_is_not_usable_is_refused"),
+    "tracking-host-refused": service("refused the Host header 127.0.0.1:",
+                                     "test_a_tracking_server_that_is_not_usable_is_refused"),
     "tracking-unwritable": service("cannot write the MLflow store",
                                    "test_a_tracking_store_that_cannot_be_written_is_refused"),
     "ray-unreachable": service("no Ray cluster answers at RAY_ADDRESS=",
@@ -361,7 +367,7 @@ ENTRIES: dict[str, Entry] = {
         "cannot be written: the ",
         "test_object_storage_that_cannot_be_used_is_refused_before_any_work"),
     "data-root-unreadable": service(
-        "--data-root s3://no-such-bucket/ogb cannot be read: the bucket does not exist;",
+        "--data-root s3://",
         "test_object_storage_that_cannot_be_used_is_refused_before_any_work"),
     "data-root-empty": service(
         "--data-root s3://work/no-ogb holds no files;",
@@ -429,6 +435,11 @@ ENTRIES: dict[str, Entry] = {
                                            "test_library_safety_nets_raise_plnlp_error"),
     "other-failure": failure("error: [Errno 28] the disk is full",
                              "test_any_other_failure_marks_the_run_failed"),
+    "file-not-found": failure("error: [Errno 2] No such file or directory: '",
+                              "test_a_missing_file_is_named_by_its_path_and_verbose_shows_where"),
+    "file-not-found-no-path": failure(
+        "error: [Errno 2] No such file or directory (no path given; --verbose shows where)",
+        "test_a_missing_file_is_named_by_its_path_and_verbose_shows_where"),
     # interrupts
     "interrupted-sigint": Entry("interrupted: SIGINT (Ctrl-C) stopped the job and Ray was shut "
                                 "down (run ", 130, "KILLED",
@@ -783,14 +794,15 @@ def silent_listener() -> Iterator[int]:
 
 
 @contextmanager
-def http_server(status: int) -> Iterator[str]:
-    """An HTTP server answering every request with ``status``."""
+def http_server(status: int, body: str = "") -> Iterator[str]:
+    """An HTTP server answering every request with ``status`` and ``body``."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def answer(self) -> None:
             self.send_response(status)
-            self.send_header("Content-Length", "0")
+            self.send_header("Content-Length", str(len(body.encode())))
             self.end_headers()
+            self.wfile.write(body.encode())
 
         do_GET = do_POST = answer
 
@@ -830,15 +842,24 @@ def test_an_unreachable_tracking_server_is_refused_quickly(mlflow_store, monkeyp
             print(f"{uri}: refused in {seconds:.1f} s ({line})")
 
 
-@pytest.mark.parametrize(("entry_id", "status"), [("tracking-credentials", 401),
-                                                  ("tracking-not-mlflow", 404)])
-def test_a_tracking_server_that_is_not_usable_is_refused(entry_id, status, mlflow_store,
+# MLflow's server answers a Host header it was not told (--allowed-hosts) so
+INVALID_HOST = "Invalid Host header - possible DNS rebinding attack detected"
+
+
+@pytest.mark.parametrize(("entry_id", "status", "body"), [
+    ("tracking-credentials", 401, ""), ("tracking-credentials", 403, "Forbidden"),
+    ("tracking-not-mlflow", 404, ""), ("tracking-host-refused", 403, INVALID_HOST)])
+def test_a_tracking_server_that_is_not_usable_is_refused(entry_id, status, body, mlflow_store,
                                                          monkeypatch, capsys):
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
-    with http_server(status) as uri, tracking_uri(uri):
+    with http_server(status, body) as uri, tracking_uri(uri):
         code = run_main(SMOKE)
-    assert_refused(entry_id, code, capsys.readouterr().err,
-                   "test_a_tracking_server_that_is_not_usable_is_refused")
+    line = assert_refused(entry_id, code, capsys.readouterr().err,
+                          "test_a_tracking_server_that_is_not_usable_is_refused")
+    assert f"HTTP {status}" in line
+    if entry_id == "tracking-host-refused":
+        assert "credentials" not in line
+        assert f"--allowed-hosts {uri.removeprefix('http://')},..." in line
 
 
 @pytest.mark.parametrize("store", ["sqlite:///{file}/sub/mlflow.db", "file://{file}/mlruns",
@@ -1185,6 +1206,34 @@ def test_any_other_failure_marks_the_run_failed(ray_session, mlflow_store, stand
     assert only_run(mlflow_store).data.tags[FAILURE_TAG] == "[Errno 28] the disk is full"
 
 
+@pytest.mark.parametrize("verbose", [False, True])
+def test_a_missing_file_is_named_by_its_path_and_verbose_shows_where(verbose, mlflow_store,
+                                                                    tmp_path, capsys):
+    """A library that re-raises a missing file without its path (as the
+    error then reaches the line), and one that never had it."""
+    test = "test_a_missing_file_is_named_by_its_path_and_verbose_shows_where"
+    gone = tmp_path / "gone" / "train.parquet"
+
+    def reading(work: Path) -> None:
+        try:
+            gone.read_bytes()
+        except FileNotFoundError as error:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT)) from error
+
+    def pathless(work: Path) -> None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
+
+    lines = {}
+    for entry_id, job_ in (("file-not-found", reading), ("file-not-found-no-path", pathless)):
+        outcome = job.execute(entry_id, "reading", None, job_, verbose=verbose)
+        err = capsys.readouterr().err
+        lines[entry_id] = assert_refused(entry_id, 1 if outcome is None else 0, err, test)
+        assert ("Traceback (most recent call last)" in err) == verbose
+        run = only_run(mlflow_store, entry_id)
+        assert run.info.status == "FAILED"
+        assert run.data.tags[FAILURE_TAG] == lines[entry_id].removeprefix("error: ")
+    assert lines["file-not-found"].endswith(f"No such file or directory: '{gone}'")
+
 # Interrupts -----------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -1231,7 +1280,9 @@ def test_an_interrupt_kills_the_active_runs_with_the_epoch_reached(signum, mlflo
     client = MlflowClient(mlflow_store)
     runs = {r.info.run_name: r for r in client.search_runs(
         [client.get_experiment_by_name("interrupts").experiment_id])}
-    assert f"run {runs['two-seeds'].info.run_id} KILLED at epoch 3)" in err
+    parent = runs['two-seeds'].info.run_id
+    assert f"run {parent} KILLED at epoch 3; go on with: python pipelines/run.py --resume " \
+           f"{parent})" in err
     assert {name: r.info.status for name, r in runs.items()} == {
         "two-seeds": "KILLED", "seed-0": "FINISHED", "seed-1": "KILLED"}
     for name in ("two-seeds", "seed-1"):
@@ -1256,7 +1307,8 @@ def test_an_interrupt_swallowed_by_a_library_still_kills_the_run(mlflow_store, n
     assert exited.value.code == 130
     run = only_run(mlflow_store, "swallowed")
     assert run.info.status == "KILLED" and run.data.tags[EPOCH_TAG] == "2"
-    assert "KILLED at epoch 2)" in capsys.readouterr().err
+    assert f"KILLED at epoch 2; go on with: python pipelines/run.py --resume {run.info.run_id})" \
+        in capsys.readouterr().err
 
 
 def test_an_interrupted_sweep_says_how_many_trials_ended_and_how_to_go_on(
@@ -1321,6 +1373,14 @@ def wait_for_a_logged_epoch(process, database: Path, log: Path, within_s: float 
         time.sleep(0.5)
 
 
+def checkpointed_epoch(run) -> int:
+    """The epoch of the newest checkpoint that the run's one worker
+    finished (its manifest written last), which ``--resume`` goes on after."""
+    folder = Path(run.data.tags["plnlp.checkpoints"])
+    return max((int(manifest.parent.name.rsplit("_", 1)[1])
+                for manifest in folder.glob("*/checkpoint_epoch_*/files-0.json")), default=0)
+
+
 def smoke_command(ddi_root: Path, tmp_path: Path, *settings: str
                   ) -> tuple[list[str], dict[str, str], Path]:
     """``pipelines/run.py`` on ddi ``smoke`` with ``--set`` each of
@@ -1353,10 +1413,11 @@ def test_ctrl_c_during_training_kills_the_run_and_a_rerun_finishes(ddi_root, tmp
                    "test_ctrl_c_during_training_kills_the_run_and_a_rerun_finishes")
     client = MlflowClient(f"sqlite:///{database}")
     killed = only_run(f"sqlite:///{database}")
-    history = client.get_metric_history(killed.info.run_id, "train_loss")
     assert killed.info.status == "KILLED"
-    assert killed.data.tags[EPOCH_TAG] == str(max(m.step for m in history)) != "0"
-    assert f"(run {killed.info.run_id} KILLED at epoch {killed.data.tags[EPOCH_TAG]})" in err[0]
+    assert killed.data.tags[EPOCH_TAG] == str(checkpointed_epoch(killed))
+    run_id = killed.info.run_id
+    assert f"(run {run_id} KILLED at epoch {killed.data.tags[EPOCH_TAG]}; go on with: python " \
+           f"pipelines/run.py --resume {run_id})" in err[0]
     assert killed.data.tags[FAILURE_TAG] == "interrupted by SIGINT (Ctrl-C)"
 
     with process_group(argv, env, tmp_path, tmp_path / "rerun.log") as process:
@@ -1367,6 +1428,53 @@ def test_ctrl_c_during_training_kills_the_run_and_a_rerun_finishes(ddi_root, tmp
     assert [r.info.status for r in runs] == ["KILLED", "FINISHED"]
     assert len(client.get_metric_history(runs[1].info.run_id, "train_loss")) == 30
 
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_goes_on_from_another_folder_with_only_its_id(ddi_root, tmp_path):
+    """Started with --experiment, --data-root and --work-dir, stopped by
+    Ctrl-C, resumed from another folder (as ``ray job submit`` runs it in
+    a job folder of its own) with only ``--resume ID``: the same run goes
+    on after the epoch the interrupted line named."""
+    work = tmp_path / "work"
+    argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=40",
+                                        "max_batches_per_epoch=2", "checkpoint_every=1")
+    env.pop("PLNLP_DATA_ROOT", None)
+    argv += ["--experiment", "elsewhere", "--work-dir", str(work)]
+    with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
+        wait_for_a_logged_epoch(process, database, tmp_path / "first.log")
+        time.sleep(2)  # a checkpoint after the first one
+        os.killpg(process.pid, signal.SIGINT)
+        assert process.wait(timeout=60) == 130, (tmp_path / "first.log").read_text()[-3000:]
+    uri = f"sqlite:///{database}"
+    killed = only_run(uri, "elsewhere")
+    epoch = int(killed.data.tags[EPOCH_TAG])
+    line = next(line for line in (tmp_path / "first.log").read_text().splitlines()
+                if line.startswith("interrupted:"))
+    assert line.endswith(f"KILLED at epoch {epoch}; go on with: python pipelines/run.py "
+                         f"--resume {killed.info.run_id})")
+    assert 1 <= epoch < 40
+
+    folder = tmp_path / "job-folder"
+    folder.mkdir()  # no ./data, no --data-root, another cache
+    resume_env = {**env, "PLNLP_CACHE_DIR": str(tmp_path / "other-cache")}
+    resume = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), "--resume",
+              killed.info.run_id]
+    with process_group(resume, resume_env, folder, tmp_path / "resume.log") as process:
+        code = process.wait(timeout=300)
+    output = (tmp_path / "resume.log").read_text()
+    assert code == 0, output[-3000:]
+    assert "Downloading artifacts" not in output
+    assert f"restarting after epoch {epoch} from its checkpoint" in output
+    client = MlflowClient(uri)
+    again = only_run(uri, "elsewhere")
+    assert again.info.run_id == killed.info.run_id and again.info.status == "FINISHED"
+    assert [m.value for m in client.get_metric_history(again.info.run_id,
+                                                       "restored_from_epoch")] == [epoch]
+    assert sorted(m.step for m in client.get_metric_history(again.info.run_id, "train_loss")) \
+        == list(range(1, 41))
+    assert not (tmp_path / "other-cache" / "runs").exists()  # its checkpoints were the run's
+    assert not (work / "runs" / killed.info.run_id).exists()  # removed once it finished
 
 
 @pytest.mark.slow
@@ -1389,10 +1497,8 @@ def test_sigterm_to_the_driver_during_training_kills_the_run_with_the_epoch_reac
     assert code == 143 and len(err) == 1, output[-3000:]
     assert ENTRIES["interrupted-sigterm"].expected in err[0]
     killed = only_run(f"sqlite:///{database}")
-    history = MlflowClient(f"sqlite:///{database}").get_metric_history(
-        killed.info.run_id, "train_loss")
     assert killed.info.status == "KILLED"
-    assert killed.data.tags[EPOCH_TAG] == str(max(m.step for m in history)) != "0"
+    assert killed.data.tags[EPOCH_TAG] == str(checkpointed_epoch(killed))
     assert killed.data.tags[FAILURE_TAG] == "interrupted by SIGTERM"
 
 # Two runs at once ---------------------------------------------------------------------------
@@ -1510,16 +1616,30 @@ def resume_case(entry_id: str, tmp_path: Path) -> list[str]:
         return ["--dataset", "ddi", "--resume", recorded_run(CONFIG.replace(dataset="collab"))]
     if entry_id == "resume-finished":
         return ["--dataset", "ddi", "--resume", recorded_run(CONFIG, status="FINISHED")]
+    if entry_id == "resume-other-experiment":
+        return ["--resume", recorded_run(CONFIG, status="KILLED"), "--experiment", "mine"]
+    if entry_id == "resume-data-missing":
+        return ["--resume", recorded_run(CONFIG, status="KILLED"),
+                "--data-root", str(tmp_path / "nowhere")]
     run_id = recorded_run(CONFIG, checkpoint=shapes_checkpoint(tmp_path, CONFIG))
     return ["--dataset", "ddi", "--resume", run_id, "--set", "hidden_channels=16"]
 
 
 @pytest.mark.parametrize("entry_id", ["resume-missing-run", "resume-other-dataset",
-                                      "resume-finished", "resume-other-shape"])
-def test_resume_refuses_a_run_it_cannot_go_on_with(entry_id, mlflow_store, tmp_path, capsys):
-    code = run_main(resume_case(entry_id, tmp_path))
+                                      "resume-finished", "resume-other-shape",
+                                      "resume-other-experiment", "resume-data-missing"])
+def test_resume_refuses_a_run_it_cannot_go_on_with(entry_id, mlflow_store, tmp_path, capsys,
+                                                   monkeypatch):
+    monkeypatch.delenv("PLNLP_DATA_ROOT", raising=False)
+    argv = resume_case(entry_id, tmp_path)
+    resumed = argv[argv.index("--resume") + 1]
+    client = MlflowClient()
+    before = client.get_run(resumed).info.status if entry_id != "resume-missing-run" else None
+    code = run_main(argv)
     assert_refused(entry_id, code, capsys.readouterr().err,
                    "test_resume_refuses_a_run_it_cannot_go_on_with")
+    if before is not None:  # looking it up changed nothing
+        assert client.get_run(resumed).info.status == before
 
 
 def recorded_sweep(dataset: str = "ddi", status: str = "KILLED", state: Path | None = None,
@@ -1714,14 +1834,40 @@ def pointed_at(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
         storage._root_filesystem.cache_clear()
 
 
+class UnansweredRegion:
+    """``pyarrow.fs`` where S3 does not answer the question of a bucket's
+    region (as where AWS cannot be reached: no network, a firewall), which
+    ``FileSystem.from_uri`` asks before anything else."""
+
+    class FileSystem:
+        @staticmethod
+        def from_uri(uri: str) -> None:
+            bucket = uri.removeprefix("s3://").split("/")[0]
+            raise OSError(f"When resolving region for bucket '{bucket}': AWS Error "
+                          "NETWORK_CONNECTION during HeadBucket operation: curlCode: 6, Could "
+                          f"not resolve hostname; Details: Could not resolve host: {bucket}.s3."
+                          "us-east-1.amazonaws.com")
+
+    def __getattr__(self, name: str) -> object:
+        import pyarrow.fs
+
+        return getattr(pyarrow.fs, name)
+
+
 @pytest.mark.parametrize(("entry_id", "store", "flags", "said"), [
     ("work-dir-unwritable", "plain", ["--work-dir", "s3://no-such-bucket/plnlp"],
      "the bucket does not exist"),
     ("work-dir-unwritable", "strict", ["--work-dir", "s3://work/plnlp"],
      "the store refused the keys"),
     ("work-dir-unwritable", "silent", ["--work-dir", "s3://work/plnlp"],
-     "the store does not answer"),
-    ("data-root-unreadable", "plain", ["--data-root", "s3://no-such-bucket/ogb"], ""),
+     "the store does not answer (AWS_ENDPOINT_URL=http://127.0.0.1:"),
+    ("work-dir-unwritable", "aws", ["--work-dir", "s3://nu5/plnlp"],
+     "cannot be written: the store does not answer (AWS_ENDPOINT_URL is not set, so AWS itself "
+     "was asked); check"),
+    ("data-root-unreadable", "aws", ["--data-root", "s3://nu5/ogb"],
+     "cannot be read: the store does not answer (AWS_ENDPOINT_URL is not set"),
+    ("data-root-unreadable", "plain", ["--data-root", "s3://no-such-bucket/ogb"],
+     "s3://no-such-bucket/ogb cannot be read: the bucket does not exist;"),
     ("data-root-empty", "plain", ["--work-dir", "s3://work/plnlp", "--data-root",
                                   "s3://work/no-ogb"], ""),
 ])
@@ -1729,17 +1875,22 @@ def test_object_storage_that_cannot_be_used_is_refused_before_any_work(
         entry_id, store, flags, said, object_stores, mlflow_store, monkeypatch, capsys):
     """Before Ray starts (RAY_ADDRESS points nowhere and is never reached),
     and nothing is written that a later run would trust."""
+    from components.storage import location as storage
     from tests.object_store import bucket_keys
 
     strict, plain = object_stores
-    endpoint = {"strict": strict, "plain": plain,
+    endpoint = {"strict": strict, "plain": plain, "aws": plain,
                 "silent": f"http://127.0.0.1:{free_port()}"}[store]
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
     with pointed_at(endpoint, monkeypatch):
+        if store == "aws":  # no endpoint: pyarrow asks AWS for the bucket's region, unanswered
+            monkeypatch.delenv("AWS_ENDPOINT_URL")
+            monkeypatch.setattr(storage, "pafs", UnansweredRegion())
         code = run_main([*SMOKE, *flags])
     line = assert_refused(entry_id, code, capsys.readouterr().err,
                           "test_object_storage_that_cannot_be_used_is_refused_before_any_work")
     assert said in line
+    assert ".;" not in line and "no storage this product can reach" not in line
     assert mlflow.MlflowClient().search_experiments(filter_string="name = 'plnlp-ddi'") == []
     # at most the empty folder marker pyarrow leaves behind a probe
     assert [key for key in bucket_keys(plain, "work") if not key.endswith("/")] == []

@@ -56,6 +56,14 @@ def test_compiling_for_a_cluster_warns_of_a_default_image_and_a_tracking_store_n
             "sees; set it to your tracking server."]
     assert cluster_problems({"MLFLOW_TRACKING_URI": "http://mlflow:5000", "PLNLP_IMAGE": "x"},
                             "cache") == []
+    for uri in ("http://127.0.0.1:5000", "http://localhost:5000", "https://[::1]:5000"):
+        (warned,) = cluster_problems({"MLFLOW_TRACKING_URI": uri, "PLNLP_IMAGE": "x"}, "cache")
+        assert warned.startswith(f"MLFLOW_TRACKING_URI={uri} points at this machine, and in a "
+                                 "pod ")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000")
+    assert main(["--compile", str(tmp_path / "plnlp.yaml")]) == 0
+    assert "warning: MLFLOW_TRACKING_URI=http://127.0.0.1:5000 points at this machine" \
+        in capsys.readouterr().err
 
 
 def test_compiled_steps_request_cpus_memory_a_cache_volume_and_a_secret(tmp_path):

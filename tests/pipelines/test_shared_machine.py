@@ -4,11 +4,17 @@ active Ray instances" traceback, and a job submitted to a second head on
 free ports keeps its MLflow artifacts beside the tracking store, not in
 Ray's job folder."""
 import json
+import os
+import re
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import mlflow
+import psutil
 import pytest
 
 from tests.conftest import REPO_ROOT
@@ -77,3 +83,58 @@ def test_a_submitted_job_keeps_its_artifacts_beside_the_tracking_store(
     kept = {path.name for path in (store.parent / "mlartifacts").rglob("*") if path.is_file()}
     assert {"metrics.csv", "learning_curve.png", "config.yaml", "MLmodel"} <= kept
     assert run.info.artifact_uri.startswith((store.parent / "mlartifacts").as_uri())
+
+
+def bash_block(document: Path, section: str) -> str:
+    """The first ``bash`` block under the heading ``section`` of ``document``."""
+    text = document.read_text().split(f"\n## {section}\n", 1)[1]
+    return re.search(r"```bash\n(.*?)```", text, re.DOTALL).group(1)
+
+
+def processes_of(folder: str) -> list[psutil.Process]:
+    """This machine's processes whose command line names ``folder``."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        if folder in " ".join(process.info["cmdline"] or []):
+            found.append(process)
+    return found
+
+
+def test_the_sharing_one_machine_commands_of_cluster_md_run_as_written(tmp_path):
+    """docs/cluster.md's head of one's own beside another's, run line by line
+    as written but for its temp folder (one of this test's) and the job (a
+    one-liner): both nodes join on their ports, a job sent with the token
+    sees them, the machine's current-cluster address is left as it was, and
+    the last line ends every process of that cluster."""
+    temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's sockets live under it
+    job = "python -c \"import ray; ray.init(); print('CPUs', ray.cluster_resources()['CPU'])\""
+    *steps, stop = bash_block(REPO_ROOT / "docs" / "cluster.md", "Sharing one machine") \
+        .replace("/tmp/ray-mine", temp).replace("python pipelines/run.py ...", job) \
+        .rstrip("\n").rsplit("\n", 1)
+    assert steps[0].count(temp) == 2 and job in steps[0] and temp in stop
+    current = Path("/tmp/ray/ray_current_cluster")
+    before = current.read_bytes() if current.exists() else None
+    env = {k: v for k, v in pipeline_env(tmp_path).items() if not k.startswith("RAY_")}
+    started: list[psutil.Process] = []
+    try:
+        for name, script in (("steps.sh", steps[0]), ("stop.sh", stop)):
+            (tmp_path / name).write_text(script)
+            # each step must succeed; the stop line's kills may find a child already gone
+            checked = ["-e"] if name == "steps.sh" else []
+            done = subprocess.run(["bash", *checked, str(tmp_path / name)], cwd=tmp_path,
+                                  env=env, capture_output=True, text=True, timeout=300)
+            output = done.stdout + done.stderr
+            if name == "steps.sh":
+                assert done.returncode == 0, output[-3000:]
+                assert "CPUs 4.0" in output and "succeeded" in output, output[-3000:]
+                assert (current.read_bytes() if current.exists() else None) == before
+                started = [each for process in processes_of(temp)
+                           for each in (process, *process.children(recursive=True))]
+                assert len(started) > 4  # two raylets, the GCS, their agents
+        _, alive = psutil.wait_procs(started, timeout=30)
+        assert alive == [], f"the last line left {alive}"
+    finally:
+        for process in [*processes_of(temp), *started]:
+            if process.is_running():
+                os.kill(process.pid, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)

@@ -120,7 +120,7 @@ def epochs_of(client: MlflowClient, run_id: str) -> list[int]:
 
 @pytest.mark.slow
 def test_an_interrupted_sweep_keeps_its_ended_trials_and_resume_finishes_it(
-        ray_session, mlflow_store, standin_root, tmp_path, no_ray_shutdown, capsys):
+        ray_session, mlflow_store, standin_root, tmp_path, no_ray_shutdown, capsys, monkeypatch):
     space = write_space(tmp_path, GRID_SPACE)
     data = ["--dataset", "ddi", "--data-root", str(standin_root)]
     watcher = interrupt_mid_trial(mlflow_store, "resumed")
@@ -160,7 +160,10 @@ def test_an_interrupted_sweep_keeps_its_ended_trials_and_resume_finishes_it(
     state = Path(parent.data.tags[TUNE_STATE_TAG])
     assert state.is_dir()
 
-    assert main([*data, "--resume", parent_id]) == 0
+    elsewhere = tmp_path / "elsewhere"  # the run id is all --resume needs, from any folder
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["--resume", parent_id]) == 0
     out = capsys.readouterr().out
     assert f"MLflow sweep run {parent_id}" in out and "2 trials: 2 completed" in out
     parent, children = sweep_runs(mlflow_store, "resumed")
