@@ -5,7 +5,9 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from urllib.parse import quote, urlencode
 
+from components.recording.metric_names import logged_name
 from components.training.startup import describe_startup
 
 # Lines Ray's processes print that say something went wrong.
@@ -122,11 +124,30 @@ def _filter_forwarded_lines(pick: Callable[[dict], list[str]]) -> None:
     dispatcher.add_handler("ray_print_logs", filtered)
 
 
-def runs_table_page(experiment_id: str) -> str:
-    """The MLflow UI's page of an experiment's runs table. MLflow 3 opens an
-    experiment on its GenAI overview unless the UI's workflow is "model
-    training", which this query sets."""
-    return f"#/experiments/{experiment_id}?workflowType=machine_learning"
+def runs_table_page(experiment_id: str, main_metric: str,
+                    parent_run_id: str | None = None) -> str:
+    """The MLflow UI's page of an experiment's runs table, best first: ordered
+    by ``final/valid_<main_metric>``, descending (runs without it last);
+    with ``parent_run_id``, only the runs nested under it (a sweep's
+    trials). MLflow 3 opens an experiment on its GenAI overview unless the
+    UI's workflow is "model training", which ``workflowType`` sets."""
+    query = {"workflowType": "machine_learning"}
+    if parent_run_id is not None:
+        query["searchFilter"] = f"tags.`mlflow.parentRunId` = '{parent_run_id}'"
+    query |= {"orderByKey": f"metrics.`{logged_name(f'final_valid_{main_metric}')}`",
+              "orderByAsc": "false"}
+    return f"#/experiments/{experiment_id}?{urlencode(query, quote_via=quote)}"
+
+
+def ui_link(page: str) -> str:
+    """How to open ``page`` of the MLflow UI: at the tracking server, or with
+    ``mlflow ui`` on the local store."""
+    import mlflow
+
+    uri = mlflow.get_tracking_uri()
+    if uri.startswith("http"):
+        return f"see it at      {uri.rstrip('/')}/{page}"
+    return f"see it with    mlflow ui --backend-store-uri {uri}  then http://127.0.0.1:5000/{page}"
 
 
 def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> None:
@@ -152,12 +173,7 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
     if logged_model_uri(run_id) is not None:
         lines.append(f"  use the model  python pipelines/predict.py --model runs:/{run_id}/model "
                      "--top-k 20 --out top20.csv")
-    page = runs_table_page(run.info.experiment_id)
-    if uri.startswith("http"):
-        lines.append(f"  see it at      {uri.rstrip('/')}/{page}")
-    else:
-        lines.append(f"  see it with    mlflow ui --backend-store-uri {uri}  "
-                     f"then http://127.0.0.1:5000/{page}")
+    lines.append("  " + ui_link(runs_table_page(run.info.experiment_id, main_metric)))
     print("\n".join(lines), flush=True)
 
 
