@@ -12,7 +12,9 @@ from pipelines.runtime.console import ForwardedLines, keep_line, runs_table_page
 
 @pytest.mark.parametrize("line", [
     "epoch 3/500  loss 0.71341  valid_hits_20 0.0388  test_hits_20 0.0207  (2.4 s)",
+    "[lr=0.05-num_neg=3] epoch 3/5  loss 0.71341  valid_hits_20 0.0388  2.4 s  ETA 5s",
     "restarting after epoch 2 from its checkpoint",
+    "[lr=0.05-num_neg=3] restarting after epoch 2 from its checkpoint",
     "building load output /cache/stages/load-6a6f",
     "RuntimeError: CUDA out of memory.",
     "Traceback (most recent call last):",
