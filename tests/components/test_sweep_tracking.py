@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
+import components.recording.tracking as tracking
 from components.recording.sweep_tracking import (
     STOPPED_EARLY_TAG,
     TRIAL_TAG,
@@ -15,7 +16,6 @@ from components.recording.sweep_tracking import (
     trial_table,
     unfinished_trial_run,
 )
-import components.recording.tracking as tracking
 from components.recording.tracking import FAILURE_TAG, INTERRUPTED_TAG
 
 
