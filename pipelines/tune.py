@@ -315,7 +315,7 @@ def run_sweep(request: SweepRequest) -> int:
           f"with {', '.join(f'{key}={best[key]}' for key in space.searched)}")
     trials = runs_table_page(mlflow.get_run(run_id).info.experiment_id,
                              space.metric.removeprefix("valid_"), parent_run_id=run_id)
-    print(f"  its trials, best first: {ui_link(trials)}", flush=True)
+    print(f"  its trials, best first: {ui_link(trials)[1]}", flush=True)
     return 0
 
 

@@ -132,24 +132,27 @@ def runs_table_page(experiment_id: str, main_metric: str,
     by ``final/valid_<main_metric>``, descending (runs without it last);
     with ``parent_run_id``, only the runs nested under it (a sweep's
     trials). MLflow 3 opens an experiment on its GenAI overview unless the
-    UI's workflow is "model training", which ``workflowType`` sets."""
+    UI's workflow is "model training", which ``workflowType`` sets; the
+    route names the runs tab, as ``#/experiments/<id>`` redirects there
+    without the query."""
     query = {"workflowType": "machine_learning"}
     if parent_run_id is not None:
         query["searchFilter"] = f"tags.`mlflow.parentRunId` = '{parent_run_id}'"
     query |= {"orderByKey": f"metrics.`{logged_name(f'final_valid_{main_metric}')}`",
               "orderByAsc": "false"}
-    return f"#/experiments/{experiment_id}?{urlencode(query, quote_via=quote)}"
+    return f"#/experiments/{experiment_id}/runs?{urlencode(query, quote_via=quote)}"
 
 
-def ui_link(page: str) -> str:
-    """How to open ``page`` of the MLflow UI: at the tracking server, or with
-    ``mlflow ui`` on the local store."""
+def ui_link(page: str) -> tuple[str, str]:
+    """How to open ``page`` of the MLflow UI: ``("at", its address)`` on the
+    tracking server, or ``("with", the command)`` for ``mlflow ui`` on the
+    local store."""
     import mlflow
 
     uri = mlflow.get_tracking_uri()
     if uri.startswith("http"):
-        return f"see it at      {uri.rstrip('/')}/{page}"
-    return f"see it with    mlflow ui --backend-store-uri {uri}  then http://127.0.0.1:5000/{page}"
+        return "at", f"{uri.rstrip('/')}/{page}"
+    return "with", f"mlflow ui --backend-store-uri {uri}  then http://127.0.0.1:5000/{page}"
 
 
 def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> None:
@@ -175,7 +178,8 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
     if logged_model_uri(run_id) is not None:
         lines.append(f"  use the model  python pipelines/predict.py --model runs:/{run_id}/model "
                      "--top-k 20 --out top20.csv")
-    lines.append("  " + ui_link(runs_table_page(run.info.experiment_id, main_metric)))
+    how, target = ui_link(runs_table_page(run.info.experiment_id, main_metric))
+    lines.append(f"  {'see it ' + how:<15}{target}")
     print("\n".join(lines), flush=True)
 
 

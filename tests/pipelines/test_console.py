@@ -104,14 +104,14 @@ def query_of(page: str) -> tuple[str, dict[str, list[str]]]:
 
 def test_the_runs_table_link_orders_the_experiments_runs_best_first():
     path, query = query_of(runs_table_page("7", "hits_20"))
-    assert path == "/experiments/7"
+    assert path == "/experiments/7/runs"
     assert query == {"workflowType": ["machine_learning"],
                      "orderByKey": ["metrics.`final/valid_hits_20`"], "orderByAsc": ["false"]}
 
 
 def test_the_sweeps_link_shows_only_its_trials_best_first():
     path, query = query_of(runs_table_page("3", "mrr", parent_run_id="ab12"))
-    assert path == "/experiments/3"
+    assert path == "/experiments/3/runs"
     assert query == {"workflowType": ["machine_learning"],
                      "searchFilter": ["tags.`mlflow.parentRunId` = 'ab12'"],
                      "orderByKey": ["metrics.`final/valid_mrr`"], "orderByAsc": ["false"]}
