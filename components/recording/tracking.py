@@ -58,13 +58,18 @@ def describe_run(preset: str, changed: dict[str, object], final: dict[str, float
 
 def run_description(preset: str, changed: dict[str, object], final: dict[str, float],
                     main_metric: str) -> str:
-    """What MLflow's run page shows first, in Markdown: the preset, the
-    settings whose values differ from it, and a table of the ``final_*``
-    metrics, one row per metric and a column per split."""
+    """What MLflow's run page shows first, in Markdown: the main metric of
+    each split (its mean over seeds for ``--runs``), which the page shows
+    before its "Show more"; the preset and the settings whose values differ
+    from it; and a table of the ``final_*`` metrics, one row per metric and
+    a column per split."""
     settings = ", ".join(f"`{key}={value}`" for key, value in sorted(changed.items()))
-    lines = [f"Preset `{preset}`; " + (f"changed from it: {settings}." if settings
+    main = [f"{split} {name} **{final[key]:.4f}**" for split in ("valid", "test")
+            for name in (main_metric, f"{main_metric}_mean")
+            if (key := f"final_{split}_{name}") in final]
+    lines = [f"Final {', '.join(main)} (the best epoch by `valid_{main_metric}`).", "",
+             f"Preset `{preset}`; " + (f"changed from it: {settings}." if settings
                                        else "its settings unchanged."), "",
-             f"Final metrics (the best epoch by `valid_{main_metric}`):", "",
              "| metric | valid | test |", "| --- | --- | --- |"]
     names = sorted({key.removeprefix(f"final_{split}_") for key in final
                     for split in ("valid", "test") if key.startswith(f"final_{split}_")},

@@ -12,9 +12,10 @@ FINAL = {"final_valid_hits_20": 0.0406, "final_test_hits_20": 0.009,
 def test_the_description_names_the_changed_settings_and_tables_the_final_metrics():
     text = run_description("smoke", {"lr": 0.05, "epochs": 3}, FINAL, "hits_20")
     assert text.splitlines() == [
-        "Preset `smoke`; changed from it: `epochs=3`, `lr=0.05`.",
+        "Final valid hits_20 **0.0406**, test hits_20 **0.0090** (the best epoch by "
+        "`valid_hits_20`).",
         "",
-        "Final metrics (the best epoch by `valid_hits_20`):",
+        "Preset `smoke`; changed from it: `epochs=3`, `lr=0.05`.",
         "",
         "| metric | valid | test |",
         "| --- | --- | --- |",
@@ -25,8 +26,14 @@ def test_the_description_names_the_changed_settings_and_tables_the_final_metrics
 
 def test_a_run_of_the_presets_own_settings_says_so_and_a_missing_split_is_blank():
     text = run_description("cpu", {}, {"final_valid_auc": 0.91}, "auc")
-    assert text.startswith("Preset `cpu`; its settings unchanged.")
+    assert "\nPreset `cpu`; its settings unchanged.\n" in text
     assert text.endswith("| auc | 0.9100 |  |")
+
+
+def test_a_runs_seeds_headline_their_mean():
+    text = run_description("smoke", {}, {"final_valid_hits_20_mean": 0.5,
+                                         "final_valid_hits_20_std": 0.1}, "hits_20")
+    assert text.startswith("Final valid hits_20_mean **0.5000** (the best epoch")
 
 
 def test_the_description_is_the_runs_mlflow_note(mlflow_store):
