@@ -32,7 +32,7 @@ def train(
     tracking_uri: str | None = None, run_id: str | None = None, max_failures: int = 3,
     callbacks: list[ray.train.UserCallback] = (), decision_epochs: Collection[int] = (),
     export: bool = False, stop: threading.Event | None = None,
-    heart: HeartArtifact | None = None,
+    heart: HeartArtifact | None = None, label: str | None = None,
 ) -> TrainArtifact:
     """Trains with the DDP ``workers`` and returns the checkpoint of the best
     validation epoch. With ``run_id``, every epoch's metrics are logged to
@@ -52,12 +52,14 @@ def train(
     With ``stop`` (a sweep trial of one worker), trains in this process,
     with no Train worker group (see
     :mod:`components.training.trial_training`); Tune restarts the trial
-    after a failure, and it goes on from its newest checkpoint."""
+    after a failure, and it goes on from its newest checkpoint. ``label``
+    (a sweep's trial) heads each epoch's console line."""
     workers = workers or WorkerGroup()
     loop_config = {
         "config": config.to_dict(), "dataset_dir": dataset.directory, "walks": walks,
         "decision_epochs": sorted(decision_epochs),
         "export_dir": location(storage).uri if export else None, "heart": heart,
+        "label": label,
     }
     name = f"plnlp-{config.dataset}-{run_id or 'run'}"
     callbacks = [*([EpochLogger(tracking_uri, run_id)] if run_id else []), *callbacks]

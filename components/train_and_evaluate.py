@@ -30,7 +30,7 @@ def train_and_evaluate(
     checkpoints: "str | Path | Location",
     max_failures: int = 3, callbacks: list[ray.train.UserCallback] = (),
     decision_epochs: Collection[int] = (), stop: threading.Event | None = None,
-    heart: HeartArtifact | None = None,
+    heart: HeartArtifact | None = None, label: str | None = None,
 ) -> dict[str, float]:
     """One seed of one config in the active MLflow run: its random walks
     (when it uses them) and HeaRT's negatives (when it is scored on them:
@@ -40,7 +40,8 @@ def train_and_evaluate(
     run's MLflow ``model``. The training worker writes both where it
     trained, on its GPU or CPU threads, before it ends (see
     :mod:`components.final_export`). The training checkpoints are removed
-    once MLflow holds the best model. ``stop``: see :func:`train_in_run`."""
+    once MLflow holds the best model. ``stop`` and ``label``: see
+    :func:`train_in_run`."""
     config.validate_graph(dataset.meta.num_nodes, dataset.meta.categories)
     cache_root = location(dataset.directory).parent  # walks are cached beside their splits
     walks = augment(dataset, config, cache_root) if config.uses_random_walk else None
@@ -49,7 +50,7 @@ def train_and_evaluate(
         heart = heart_stage(dataset, config, workers.cpus_per_worker)
     with run_checkpoints(checkpoints) as storage:
         train_in_run(dataset, walks, config, workers, storage, max_failures, callbacks,
-                     decision_epochs, export=True, stop=stop, heart=heart)
+                     decision_epochs, export=True, stop=stop, heart=heart, label=label)
         return log_final(storage)
 
 
@@ -110,7 +111,7 @@ def train_in_run(
     workers: WorkerGroup, storage: Location, max_failures: int = 3,
     callbacks: list[ray.train.UserCallback] = (), decision_epochs: Collection[int] = (),
     export: bool = False, stop: threading.Event | None = None,
-    heart: HeartArtifact | None = None,
+    heart: HeartArtifact | None = None, label: str | None = None,
 ) -> TrainArtifact:
     """Trains ``config`` in the active MLflow run, which records every
     epoch, the best epoch, the timings, the best checkpoint and the learning
@@ -123,12 +124,13 @@ def train_in_run(
     where its start-up went (``startup_*_s``, see
     :mod:`components.training.startup`). With ``stop`` (a sweep trial of
     one worker), it trains in this process, without a Train worker group
-    (see :func:`components.train.train`). The caller has checked ``config``
-    against the graph (``validate_graph``)."""
+    (see :func:`components.train.train`). ``label`` (a sweep's trial) heads
+    each epoch's console line. The caller has checked ``config`` against the
+    graph (``validate_graph``)."""
     run_id = mlflow.active_run().info.run_id
     start = time.perf_counter()
     trained = train(dataset, walks, config, storage, workers, mlflow.get_tracking_uri(),
-                    run_id, max_failures, callbacks, decision_epochs, export, stop, heart)
+                    run_id, max_failures, callbacks, decision_epochs, export, stop, heart, label)
     log_metrics({"best_epoch": trained.best_epoch,
                  "train_stage_seconds": time.perf_counter() - start,
                  "fit_seconds": trained.fit_seconds, **first_startup(trained)})

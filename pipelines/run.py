@@ -18,6 +18,16 @@ from plnlp_core.errors import PLNLPError
 
 
 def pipeline(plan: RunPlan) -> dict[str, float]:
+    """:func:`score`, then the run's description: the settings that differ
+    from the preset, and the final metrics."""
+    from components.recording.tracking import describe_run
+
+    final = score(plan)
+    describe_run(plan.preset, plan.changed_settings(), final, plan.source.info.main_metric_key)
+    return final
+
+
+def score(plan: RunPlan) -> dict[str, float]:
     """Loads the graph once, then scores it with a heuristic, or trains one
     seed, or ``--runs`` seeds as nested runs whose final metrics are
     summarised as mean and std. A resumed run goes on with its unfinished

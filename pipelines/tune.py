@@ -292,7 +292,7 @@ def run_sweep(request: SweepRequest) -> int:
     import ray
 
     from components.training.workers import WorkerGroup
-    from pipelines.runtime.console import quiet_console
+    from pipelines.runtime.console import quiet_console, runs_table_page, ui_link
     from pipelines.runtime.job import execute, prepare
 
     # the space checks its trials' worker group below, naming its file
@@ -318,8 +318,11 @@ def run_sweep(request: SweepRequest) -> int:
         return 1
     run_id, best = outcome
     print(f"MLflow sweep run {run_id} in {mlflow.get_tracking_uri()}: best {space.metric} "
-          f"{best[f'best_{space.metric}']:.4f} (trial {best['trial']}, run {best['run_id']}) "
+          f"{best[f'best_{space.metric}']:.4f} (run {best['run_id']}) "
           f"with {', '.join(f'{key}={best[key]}' for key in space.searched)}")
+    trials = runs_table_page(mlflow.get_run(run_id).info.experiment_id,
+                             space.metric.removeprefix("valid_"), parent_run_id=run_id)
+    print(f"  its trials, best first: {ui_link(trials)[1]}", flush=True)
     return 0
 
 

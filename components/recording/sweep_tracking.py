@@ -7,6 +7,7 @@ ended (see :func:`recorded_outcomes`), and a resumed one goes on with the
 others."""
 import json
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -186,17 +187,22 @@ def _open_failed_trial_run(parent_run_id: str, outcome: TrialOutcome,
 
 def trial_table(outcomes: dict[str, TrialOutcome], run_ids: dict[str, str], metric: str,
                 mode: str) -> pd.DataFrame:
-    """One row per trial: its run, how it ended, its searched settings, its
-    best ``metric`` over the evaluated epochs and its final metrics."""
+    """One row per trial: its name (its run's, :func:`trial_run_name`; a
+    repeated one numbered ``#2``, ``#3``...), its run, how it ended, its
+    searched settings, its best ``metric`` over the evaluated epochs and its
+    final metrics."""
     client = MlflowClient()
-    rows = []
+    rows, seen = [], Counter()
     for trial_id, outcome in outcomes.items():
+        name = trial_run_name(outcome.settings)
+        seen[name] += 1
         run = client.get_run(run_ids[trial_id])
         history = [m.value for m in client.get_metric_history(run.info.run_id, metric)]
         best = (max if mode == "max" else min)(history) if history else float("nan")
         finals = {k: v for k, v in run_metrics(run.data.metrics).items()
                   if k.startswith("final_")}
-        rows.append({"trial": outcome.trial_name, "run_id": run.info.run_id,
+        rows.append({"trial": name if seen[name] == 1 else f"{name} #{seen[name]}",
+                     "run_id": run.info.run_id,
                      "status": outcome.status, "stopped_epoch": outcome.epoch
                      if outcome.status == "stopped_early" else None,
                      **outcome.settings, "evaluations": len(history), f"best_{metric}": best,

@@ -1,6 +1,7 @@
 """MLflow records of a pipeline run: settings, per-epoch table, learning
 curve, checkpoint and final metrics."""
 import json
+import re
 import statistics
 import tempfile
 from collections.abc import Collection, Sequence
@@ -28,6 +29,7 @@ INTERRUPTED_TAG = "interrupted_at_epoch"
 DATASET_TAG = "plnlp.dataset"
 DATA_ROOT_TAG = "plnlp.data_root"
 WORK_DIR_TAG = "plnlp.work_dir"
+DESCRIPTION_TAG = "mlflow.note.content"  # the run page's Description, in Markdown
 
 
 def log_config(config: PLNLPConfig, extra: dict[str, object],
@@ -60,6 +62,42 @@ def log_metrics(metrics: dict[str, float]) -> None:
     """Logs ``metrics`` to the active run, each under its name in MLflow
     (see :mod:`components.recording.metric_names`)."""
     mlflow.log_metrics(logged_metrics(metrics))
+
+
+def describe_run(preset: str, changed: dict[str, object], final: dict[str, float],
+                 main_metric: str) -> None:
+    """Sets the active run's description (see :func:`run_description`)."""
+    mlflow.set_tag(DESCRIPTION_TAG, run_description(preset, changed, final, main_metric))
+
+
+def run_description(preset: str, changed: dict[str, object], final: dict[str, float],
+                    main_metric: str) -> str:
+    """What MLflow's run page shows first, in Markdown: the main metric of
+    each split (its mean over seeds for ``--runs``), which the page shows
+    before its "Show more"; the preset and the settings whose values differ
+    from it; and a table of the ``final_*`` metrics, one row per metric and
+    a column per split."""
+    settings = ", ".join(f"`{key}={value}`" for key, value in sorted(changed.items()))
+    main = [f"{split} {name} **{final[key]:.4f}**" for split in ("valid", "test")
+            for name in (main_metric, f"{main_metric}_mean")
+            if (key := f"final_{split}_{name}") in final]
+    lines = [f"Final {', '.join(main)} (the best epoch by `valid_{main_metric}`).", "",
+             f"Preset `{preset}`; " + (f"changed from it: {settings}." if settings
+                                       else "its settings unchanged."), "",
+             "| metric | valid | test |", "| --- | --- | --- |"]
+    names = sorted({key.removeprefix(f"final_{split}_") for key in final
+                    for split in ("valid", "test") if key.startswith(f"final_{split}_")},
+                   key=_natural_order)
+    for name in names:
+        cells = [f"{final[key]:.4f}" if (key := f"final_{split}_{name}") in final else ""
+                 for split in ("valid", "test")]
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def _natural_order(name: str) -> list[str | int]:
+    """Numbers in a metric's name as numbers: ``hits_20`` before ``hits_100``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def log_text(text: str, artifact_file: str) -> None:

@@ -84,7 +84,8 @@ class SweepTrial(tune.Trainable):
                 self.final = train_and_evaluate(
                     dataset, config, options["workers"], options["checkpoints"],
                     options["max_failures"], reporters, options.get("decision_epochs", ()),
-                    self.stop if self.alone else None, options.get("heart"))
+                    self.stop if self.alone else None, options.get("heart"),
+                    trial_run_name(self.sampled))
         except BaseException as error:  # re-raised by step, which Tune watches
             self.error = error
 

@@ -77,18 +77,21 @@ class EpochReporter:
         startup (dict, optional): This worker's start-up marks (see
             :mod:`components.training.startup`); the first epoch's end is added.
         epoch_ends (list, optional): When each epoch of ``history`` ended.
+        label (str, optional): Heads each line, ``[label] epoch ...``: a
+            sweep's trial, whose lines Ray prefixes with its actor's class.
     """
 
     def __init__(
         self, session: "RayTrainSession | TrialSession", epochs: int, checkpoint_every: int,
         main_metric: str, history: list[dict[str, float]] | None = None,
         decision_epochs: Collection[int] = (), startup: dict[str, float] | None = None,
-        epoch_ends: list[float] | None = None,
+        epoch_ends: list[float] | None = None, label: str | None = None,
     ) -> None:
         self.epochs = epochs
         self.checkpoint_every = checkpoint_every
         self.main_metric = main_metric
         self.session = session
+        self.heading = "" if label is None else f"[{label}] "
         self.rank, self.world_size = session.rank, session.world_size
         self.history: list[dict[str, float]] = list(history or [])
         self.epoch_ends: list[float] = list(epoch_ends or [])
@@ -115,8 +118,8 @@ class EpochReporter:
         self.pending = [{**row, WALL_TIME: end}
                         for row, end in zip(self.history, self.epoch_ends, strict=True)
                         if row["epoch"] > delivered]
-        print(f"restarting after epoch {epoch} from its checkpoint", file=sys.__stdout__,
-              flush=True)
+        print(f"{self.heading}restarting after epoch {epoch} from its checkpoint",
+              file=sys.__stdout__, flush=True)
 
     def __call__(self, result: EpochResult) -> None:
         now = time.time()
@@ -207,7 +210,7 @@ class EpochReporter:
                           *shown, _seconds(metrics["epoch_seconds"]),
                           f"ETA {_duration(per_epoch * (self.epochs - epoch))}"])
         # Ray Train tees a plain print to stdout and its logger; write once.
-        print(line, file=sys.__stdout__, flush=True)
+        print(self.heading + line, file=sys.__stdout__, flush=True)
 
 
 def _seconds(seconds: float) -> str:

@@ -72,7 +72,8 @@ def train_with(loop_config: dict, session: "RayTrainSession | TrialSession") -> 
     reporter = EpochReporter(session, config.epochs, config.checkpoint_every,
                              split.info.main_metric_key, history,
                              loop_config.get("decision_epochs", ()),
-                             startup if rank == 0 and resume is None else None, epoch_ends)
+                             startup if rank == 0 and resume is None else None, epoch_ends,
+                             loop_config.get("label"))
     if resume is not None:
         reporter.restarted(resume.epoch, delivered)
     result = run_experiment(experiment, on_epoch=reporter, resume=resume)

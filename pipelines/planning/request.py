@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from components.training.workers import WorkerGroup
-from pipelines.planning.presets import OWN_PRESETS
+from pipelines.planning.presets import OWN_PRESETS, load_preset
 from plnlp_core.choices import DEFAULT_SPLIT
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DatasetInfo
@@ -143,6 +143,14 @@ class RunPlan:
         parts.append(seeds or (f"seed{first}" if self.runs == 1
                                else f"seeds{first}-{first + self.runs - 1}"))
         return "-".join(parts)[:250]
+
+    def changed_settings(self) -> dict[str, object]:
+        """The settings whose values differ from the preset's (by the
+        config file, ``--set`` or ``--seed``)."""
+        preset = PLNLPConfig.from_mapping({**load_preset(self.source.presets, self.preset),
+                                           "dataset": self.source.info.name}).to_dict()
+        return {key: value for key, value in self.config.to_dict().items()
+                if preset.get(key) != value}
 
     def params(self) -> dict[str, object]:
         """What a run logs beside its settings: the preset it started from

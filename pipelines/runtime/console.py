@@ -5,7 +5,9 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from urllib.parse import quote, urlencode
 
+from components.recording.metric_names import logged_name
 from components.training.startup import describe_startup
 
 # Lines Ray's processes print that say something went wrong.
@@ -13,8 +15,10 @@ _TROUBLE = re.compile(r"Error|ERROR|Exception|Traceback|WARNING|Warning|Killed|O
 # Ray's own notices that look like trouble and are not: a deprecation inside
 # Ray Data, and an internal note each Train controller prints at start.
 _BENIGN = re.compile(r"RayDeprecationWarning|PreemptionWatcher|exclude_resources")
-# The product's own lines, printed by the training worker.
-_OURS = re.compile(r"^(epoch \d+/\d+|restarting after epoch|building |reusing cached )")
+# The product's own lines, printed by the training worker (a sweep's headed
+# by its trial, ``[lr=0.01-num_neg=3] epoch 2/5 ...``).
+_OURS = re.compile(r"^(\[[^\]]*\] )?(epoch \d+/\d+|restarting after epoch)"
+                   r"|^(building |reusing cached )")
 # The first line of a Python traceback; its last is the first line after it
 # that is not indented (the error).
 _TRACEBACK = "Traceback (most recent call last):"
@@ -122,11 +126,33 @@ def _filter_forwarded_lines(pick: Callable[[dict], list[str]]) -> None:
     dispatcher.add_handler("ray_print_logs", filtered)
 
 
-def runs_table_page(experiment_id: str) -> str:
-    """The MLflow UI's page of an experiment's runs table. MLflow 3 opens an
-    experiment on its GenAI overview unless the UI's workflow is "model
-    training", which this query sets."""
-    return f"#/experiments/{experiment_id}?workflowType=machine_learning"
+def runs_table_page(experiment_id: str, main_metric: str,
+                    parent_run_id: str | None = None) -> str:
+    """The MLflow UI's page of an experiment's runs table, best first: ordered
+    by ``final/valid_<main_metric>``, descending (runs without it last);
+    with ``parent_run_id``, only the runs nested under it (a sweep's
+    trials). MLflow 3 opens an experiment on its GenAI overview unless the
+    UI's workflow is "model training", which ``workflowType`` sets; the
+    route names the runs tab, as ``#/experiments/<id>`` redirects there
+    without the query."""
+    query = {"workflowType": "machine_learning"}
+    if parent_run_id is not None:
+        query["searchFilter"] = f"tags.`mlflow.parentRunId` = '{parent_run_id}'"
+    query |= {"orderByKey": f"metrics.`{logged_name(f'final_valid_{main_metric}')}`",
+              "orderByAsc": "false"}
+    return f"#/experiments/{experiment_id}/runs?{urlencode(query, quote_via=quote)}"
+
+
+def ui_link(page: str) -> tuple[str, str]:
+    """How to open ``page`` of the MLflow UI: ``("at", its address)`` on the
+    tracking server, or ``("with", the command)`` for ``mlflow ui`` on the
+    local store."""
+    import mlflow
+
+    uri = mlflow.get_tracking_uri()
+    if uri.startswith("http"):
+        return "at", f"{uri.rstrip('/')}/{page}"
+    return "with", f"mlflow ui --backend-store-uri {uri}  then http://127.0.0.1:5000/{page}"
 
 
 def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> None:
@@ -152,12 +178,8 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
     if logged_model_uri(run_id) is not None:
         lines.append(f"  use the model  python pipelines/predict.py --model runs:/{run_id}/model "
                      "--top-k 20 --out top20.csv")
-    page = runs_table_page(run.info.experiment_id)
-    if uri.startswith("http"):
-        lines.append(f"  see it at      {uri.rstrip('/')}/{page}")
-    else:
-        lines.append(f"  see it with    mlflow ui --backend-store-uri {uri}  "
-                     f"then http://127.0.0.1:5000/{page}")
+    how, target = ui_link(runs_table_page(run.info.experiment_id, main_metric))
+    lines.append(f"  {'see it ' + how:<15}{target}")
     print("\n".join(lines), flush=True)
 
 

@@ -88,6 +88,19 @@ def test_a_schedulers_rung_reports_at_once_when_evaluated(clock):
     assert sweep._decide(epoch(6)) == NO_REPORT
 
 
+def test_a_sweep_trials_epoch_line_names_the_trial(clock, capfd):
+    session = TrialSession(location("/nonexistent"), [], False, threading.Event())
+    trial = EpochReporter(session, epochs=4, checkpoint_every=25, main_metric="hits_20",
+                          label="lr=0.05-num_neg=3")
+    trial._print({"epoch": 2, "train_loss": 0.5, "epoch_seconds": 0.2, "valid_hits_20": 0.1})
+    trial.restarted(2)
+    lines = capfd.readouterr().out.splitlines()
+    assert lines[0].startswith("[lr=0.05-num_neg=3] epoch 2/4  loss 0.50000  valid_hits_20 0.1")
+    assert lines[1] == "[lr=0.05-num_neg=3] restarting after epoch 2 from its checkpoint"
+    reporter(checkpoint_every=25)._print({"epoch": 1, "train_loss": 0.5, "epoch_seconds": 0.2})
+    assert capfd.readouterr().out.startswith("epoch 1/50  loss")  # a run's: no heading
+
+
 def test_epoch_seconds_read_in_milliseconds_below_one_second():
     assert _seconds(0.035) == "35 ms" and _seconds(2.44) == "2.4 s"
 

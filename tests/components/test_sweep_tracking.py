@@ -1,8 +1,10 @@
 """A sweep's MLflow records, from the trials' outcomes (no Ray run needed)."""
 import mlflow
+import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
+import components.recording.tracking as tracking
 from components.recording.sweep_tracking import (
     STOPPED_EARLY_TAG,
     TRIAL_TAG,
@@ -92,7 +94,7 @@ def test_an_interrupted_sweep_keeps_its_ended_trials_and_the_best_so_far_until_i
     resumed = client.get_run(interrupted)
     assert resumed.info.status == "FINISHED"
     assert FAILURE_TAG not in resumed.data.tags and INTERRUPTED_TAG not in resumed.data.tags
-    assert list(table["trial"]) == ["trial_0", "trial_1"]
+    assert list(table["trial"]) == ["lr=0.01", "lr=0.1"]
     summary = client.get_run(parent_id)
     assert summary.data.params["best_lr"] == "0.1" and "best_lr" not in summary.data.tags
     assert summary.data.metrics["best/valid_hits_20"] == pytest.approx(0.6)
@@ -104,3 +106,34 @@ def test_a_trial_run_is_named_by_its_sampled_settings():
     assert trial_run_name({"num_neg": 3, "loss": "auc", "lr": 0.0123456}) \
         == "loss=auc-lr=0.01235-num_neg=3"
     assert trial_run_name({}) == "trial"
+
+
+def test_trials_csv_and_the_epoch_plot_name_each_trial_by_its_settings(
+        mlflow_store, monkeypatch, tmp_path):
+    """Not Tune's ``SweepTrial_d3ea5_00000``: the legend and the table say
+    which settings a curve or row is, as the trial's run name does; two
+    trials Tune sampled alike are numbered apart."""
+    legends = []
+    monkeypatch.setattr(tracking, "plot_validation_curves",
+                        lambda curves, *args: legends.append(list(curves)))
+    outcomes = {
+        "t0": TrialOutcome("t0", "SweepTrial_d3ea5_00000", {"lr": 0.001, "num_neg": 3},
+                           "completed", 2),
+        "t1": TrialOutcome("t1", "SweepTrial_d3ea5_00001", {"lr": 0.05, "num_neg": 1},
+                           "completed", 2),
+        "t2": TrialOutcome("t2", "SweepTrial_d3ea5_00002", {"lr": 0.05, "num_neg": 1},
+                           "completed", 2),
+    }
+    with mlflow.start_run() as parent:
+        for trial_id in outcomes:
+            open_trial_run(trial_id, [0.1, 0.2])
+        for outcome in outcomes.values():
+            record_outcome(parent.info.run_id, outcome, mlflow.log_params)
+        recorded, run_ids = close_trial_runs(parent.info.run_id)
+        log_sweep_summary(trial_table(recorded, run_ids, "valid_hits_20", "max"),
+                          ["lr", "num_neg"], "valid_hits_20", "max", "sweep")
+    names = ["lr=0.001-num_neg=3", "lr=0.05-num_neg=1", "lr=0.05-num_neg=1 #2"]
+    csv = MlflowClient(mlflow_store).download_artifacts(parent.info.run_id, "trials.csv",
+                                                         str(tmp_path))
+    assert list(pd.read_csv(csv)["trial"]) == names
+    assert legends == [names]

@@ -2,16 +2,19 @@
 warnings and errors, not Ray's info chatter nor the tracebacks Ray goes on
 after; and Tune's slow-step notes stay off it."""
 import logging
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from pipelines.runtime import console
-from pipelines.runtime.console import ForwardedLines, keep_line
+from pipelines.runtime.console import ForwardedLines, keep_line, runs_table_page
 
 
 @pytest.mark.parametrize("line", [
     "epoch 3/500  loss 0.71341  valid_hits_20 0.0388  test_hits_20 0.0207  (2.4 s)",
+    "[lr=0.05-num_neg=3] epoch 3/5  loss 0.71341  valid_hits_20 0.0388  2.4 s  ETA 5s",
     "restarting after epoch 2 from its checkpoint",
+    "[lr=0.05-num_neg=3] restarting after epoch 2 from its checkpoint",
     "building load output /cache/stages/load-6a6f",
     "RuntimeError: CUDA out of memory.",
     "Traceback (most recent call last):",
@@ -91,3 +94,25 @@ def test_quiet_console_silences_tunes_slow_step_notes_unless_verbose(monkeypatch
     assert slow.isEnabledFor(logging.WARNING)
     console.quiet_console(verbose=False)
     assert not slow.isEnabledFor(logging.WARNING) and slow.isEnabledFor(logging.ERROR)
+
+
+def query_of(page: str) -> tuple[str, dict[str, list[str]]]:
+    """The route and decoded query of a page of MLflow's hash-routed UI."""
+    route = urlsplit(page.removeprefix("#"))
+    return route.path, parse_qs(route.query)
+
+
+def test_the_runs_table_link_orders_the_experiments_runs_best_first():
+    path, query = query_of(runs_table_page("7", "hits_20"))
+    assert path == "/experiments/7/runs"
+    assert query == {"workflowType": ["machine_learning"],
+                     "orderByKey": ["metrics.`final/valid_hits_20`"], "orderByAsc": ["false"]}
+
+
+def test_the_sweeps_link_shows_only_its_trials_best_first():
+    path, query = query_of(runs_table_page("3", "mrr", parent_run_id="ab12"))
+    assert path == "/experiments/3/runs"
+    assert query == {"workflowType": ["machine_learning"],
+                     "searchFilter": ["tags.`mlflow.parentRunId` = 'ab12'"],
+                     "orderByKey": ["metrics.`final/valid_mrr`"], "orderByAsc": ["false"]}
+    assert " " not in runs_table_page("3", "mrr", parent_run_id="ab12")  # one word to a terminal

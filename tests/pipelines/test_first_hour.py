@@ -33,7 +33,8 @@ def test_a_smoke_run_prints_progress_and_a_summary_and_none_of_rays_reports(
     assert "epoch 2/2" in output and "ETA" in output
     for line in ("run ddi-smoke-", "best epoch", "final valid", "final test", "MLflow run",
                  "see it with    mlflow ui --backend-store-uri sqlite:///",
-                 "then http://127.0.0.1:5000/#/experiments/1?workflowType=machine_learning",
+                 "then http://127.0.0.1:5000/#/experiments/1/runs?workflowType=machine_learning"
+                 "&orderByKey=metrics.%60final%2Fvalid_hits_20%60&orderByAsc=false",
                  "use the model  python pipelines/predict.py --model runs:/"):
         assert line in output, line
     for noise in ("input example", "Downloading artifacts"):  # MLflow's, as it logs the model

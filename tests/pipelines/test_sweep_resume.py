@@ -109,7 +109,7 @@ def test_an_interrupt_leaves_the_sweep_run_the_summary_of_the_trials_that_ended(
     assert summary.data.tags["best_lr"] == "0.01"
     table = pd.read_csv(client.download_artifacts(parent.info.run_id, "trials.csv",
                                                   str(tmp_path)))
-    assert list(table["trial"]) == ["trial_0"] and list(table["status"]) == ["completed"]
+    assert list(table["trial"]) == ["lr=0.01"] and list(table["status"]) == ["completed"]
     assert {"trials.csv", "valid_by_setting.png", "valid_by_epoch.png"} <= {
         a.path for a in client.list_artifacts(parent.info.run_id)}
 

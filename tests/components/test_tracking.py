@@ -1,0 +1,43 @@
+"""The run's description, MLflow's ``mlflow.note.content``: what the run
+page shows first."""
+import mlflow
+from mlflow.tracking import MlflowClient
+
+from components.recording.tracking import DESCRIPTION_TAG, describe_run, run_description
+
+FINAL = {"final_valid_hits_20": 0.0406, "final_test_hits_20": 0.009,
+         "final_valid_hits_100": 0.1383, "final_test_hits_100": 0.0836}
+
+
+def test_the_description_names_the_changed_settings_and_tables_the_final_metrics():
+    text = run_description("smoke", {"lr": 0.05, "epochs": 3}, FINAL, "hits_20")
+    assert text.splitlines() == [
+        "Final valid hits_20 **0.0406**, test hits_20 **0.0090** (the best epoch by "
+        "`valid_hits_20`).",
+        "",
+        "Preset `smoke`; changed from it: `epochs=3`, `lr=0.05`.",
+        "",
+        "| metric | valid | test |",
+        "| --- | --- | --- |",
+        "| hits_20 | 0.0406 | 0.0090 |",
+        "| hits_100 | 0.1383 | 0.0836 |",
+    ]
+
+
+def test_a_run_of_the_presets_own_settings_says_so_and_a_missing_split_is_blank():
+    text = run_description("cpu", {}, {"final_valid_auc": 0.91}, "auc")
+    assert "\nPreset `cpu`; its settings unchanged.\n" in text
+    assert text.endswith("| auc | 0.9100 |  |")
+
+
+def test_a_runs_seeds_headline_their_mean():
+    text = run_description("smoke", {}, {"final_valid_hits_20_mean": 0.5,
+                                         "final_valid_hits_20_std": 0.1}, "hits_20")
+    assert text.startswith("Final valid hits_20_mean **0.5000** (the best epoch")
+
+
+def test_the_description_is_the_runs_mlflow_note(mlflow_store):
+    with mlflow.start_run() as run:
+        describe_run("smoke", {"lr": 0.05}, FINAL, "hits_20")
+    note = MlflowClient(mlflow_store).get_run(run.info.run_id).data.tags[DESCRIPTION_TAG]
+    assert note == run_description("smoke", {"lr": 0.05}, FINAL, "hits_20")
