@@ -1,9 +1,12 @@
 """HeaRT's figures on the real ogbl-ddi (:mod:`plnlp_core.scoring.heart`): the
-hard negatives of the validation and test positives, built once (seconds,
-peak memory), then HeaRT's MRR and Hits@K of resource allocation and, with
-``--preset``, of a model trained with that ddi preset (seconds too).
+hard negatives of the validation and test positives under each mode
+(``heart``, HeaRT's protocol, and ``heart_filtered``), built once (seconds,
+peak memory), their ceilings (a perfect predictor's figures), then the MRR
+and Hits@K of resource allocation and, with ``--preset``, of a model trained
+with that ddi preset (seconds too).
 
     python benchmarks/heart_figures.py [--data-root DIR] [--preset cpu] [--epochs N]
+                                       [--modes heart,heart_filtered]
                                        [--device cpu|cuda] [--json FILE]
 
 The pipeline builds the same negatives with ``--set heart_negatives=500``
@@ -20,22 +23,21 @@ from workloads import Workload, load_split, preset_config
 
 from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.experiment import prepare_experiment, run_experiment
-from plnlp_core.scoring.hard_negatives import split_hard_negatives
-from plnlp_core.scoring.heart import heart_split_metrics
+from plnlp_core.scoring.heart import HardNegatives, heart_split_metrics, split_heart_negatives
 from plnlp_core.scoring.heuristics import adjacency, heuristic_scorer
 
 Scorer = Callable[[Tensor], Tensor]
 
 
 def build_negatives(split: LinkSplit, num_negatives: int,
-                    seed: int) -> tuple[dict[str, Tensor], dict[str, float]]:
-    """The HeaRT negatives of each part's positives, and the seconds and the
-    peak memory that building them took."""
+                    mode: str) -> tuple[HardNegatives, dict[str, float]]:
+    """The hard negatives of each part's positives under ``mode`` with their
+    ceilings, and the seconds and the peak memory that building them took."""
     with PeakMemory() as memory:
-        seconds, parts = timed(lambda: split_hard_negatives(split, num_negatives, seed))
-    size = sum(n.numel() * n.element_size() for n in parts.values())
-    return parts, {"seconds": seconds, "peak_rss_mib": memory.rss / MIB,
-                   "negatives_mib": size / MIB}
+        seconds, hard = timed(lambda: split_heart_negatives(split, num_negatives, mode))
+    size = sum(n.numel() * n.element_size() for n in hard.negatives.values())
+    return hard, {"seconds": seconds, "peak_rss_mib": memory.rss / MIB,
+                  "negatives_mib": size / MIB, **hard.ceiling}
 
 
 def ra_scorer(split: LinkSplit) -> Scorer:
@@ -62,18 +64,19 @@ def trained_scorer(split: LinkSplit, preset: str, epochs: int | None,
         "train_seconds": seconds, "best_epoch": result.best_epoch, **result.best_metrics}
 
 
-def heart_figures(scorer: Scorer, split: LinkSplit, negatives: dict[str, Tensor]) -> dict:
-    """``valid_heart_mrr``, ``test_heart_hits_20``, ... of ``scorer``, and the
-    seconds scoring took."""
-    seconds, metrics = timed(lambda: heart_split_metrics(scorer, split, negatives))
-    return {**metrics, "score_seconds": seconds}
+def heart_figures(scorer: Scorer, hard: HardNegatives) -> dict:
+    """``valid_heart_mrr``, ``test_heart_hits_20``, ... of ``scorer`` (the
+    ceilings left out), and the seconds scoring took."""
+    seconds, metrics = timed(lambda: heart_split_metrics(scorer, hard))
+    return {**{k: v for k, v in metrics.items() if k not in hard.ceiling},
+            "score_seconds": seconds}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-root", default=None)
     parser.add_argument("--num-negatives", type=int, default=500)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--modes", default="heart,heart_filtered")
     parser.add_argument("--preset", default=None, help="also train ddi's preset (e.g. cpu)")
     parser.add_argument("--epochs", type=int, default=None, help="over the preset's")
     parser.add_argument("--device", default="cpu")
@@ -81,14 +84,18 @@ def main() -> None:
     args = parser.parse_args()
 
     split = load_split("ddi", "real", args.data_root)
-    negatives, build = build_negatives(split, args.num_negatives, args.seed)
-    print(f"hard negatives: {build['seconds']:.1f} s, peak RSS {build['peak_rss_mib']:.0f} MiB, "
-          f"the negatives {build['negatives_mib']:.0f} MiB", flush=True)
-    report = {"build": build, "ra": heart_figures(ra_scorer(split), split, negatives)}
+    ra = ra_scorer(split)
+    model = None
+    report = {}
     if args.preset:
-        device = torch.device(args.device)
-        scorer, training = trained_scorer(split, args.preset, args.epochs, device)
-        report[f"plnlp:{args.preset}"] = {**training, **heart_figures(scorer, split, negatives)}
+        model, report[f"plnlp:{args.preset}"] = trained_scorer(
+            split, args.preset, args.epochs, torch.device(args.device))
+    for mode in args.modes.split(","):
+        hard, build = build_negatives(split, args.num_negatives, mode)
+        report[f"{mode}:build"] = build
+        report[f"{mode}:ra"] = heart_figures(ra, hard)
+        if model is not None:
+            report[f"{mode}:plnlp:{args.preset}"] = heart_figures(model, hard)
     for method, figures in report.items():
         print(method, " ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
                                for k, v in figures.items()), flush=True)
