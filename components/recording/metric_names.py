@@ -16,6 +16,7 @@ a run logs once goes to a group of its own:
 The code keeps the underscore names (``final_valid_hits_20``); this module
 is the one place that maps them to and from MLflow's.
 """
+import re
 from collections.abc import Mapping
 
 GROUPS = {"final_": "final/", "best_": "best/", "startup_": "startup/"}
@@ -53,3 +54,9 @@ def run_metrics(logged: Mapping[str, float]) -> dict[str, float]:
     """A run's metrics as MLflow holds them (``run.data.metrics``), under
     the code's names."""
     return {code_name(name): value for name, value in logged.items()}
+
+
+def natural_order(name: str) -> list[str | int]:
+    """A sort key of metric names with their numbers as numbers: ``hits_20``
+    before ``hits_100``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]

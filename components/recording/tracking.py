@@ -1,7 +1,6 @@
 """MLflow records of a pipeline run: settings, per-epoch table, learning
 curve, checkpoint and final metrics."""
 import json
-import re
 import statistics
 import tempfile
 from collections.abc import Collection, Sequence
@@ -15,7 +14,7 @@ from mlflow.tracking import MlflowClient
 
 from components.artifacts import DatasetArtifact, TrainArtifact
 from components.load import REPORT_FILE
-from components.recording.metric_names import logged_metrics
+from components.recording.metric_names import logged_metrics, natural_order
 from components.recording.plots import plot_learning_curve, plot_validation_curves
 from components.storage.location import local_copy
 from components.storage.parquet_io import NODE_IDS_FILE
@@ -87,17 +86,12 @@ def run_description(preset: str, changed: dict[str, object], final: dict[str, fl
              "| metric | valid | test |", "| --- | --- | --- |"]
     names = sorted({key.removeprefix(f"final_{split}_") for key in final
                     for split in ("valid", "test") if key.startswith(f"final_{split}_")},
-                   key=_natural_order)
+                   key=natural_order)
     for name in names:
         cells = [f"{final[key]:.4f}" if (key := f"final_{split}_{name}") in final else ""
                  for split in ("valid", "test")]
         lines.append(f"| {name} | {' | '.join(cells)} |")
     return "\n".join(lines)
-
-
-def _natural_order(name: str) -> list[str | int]:
-    """Numbers in a metric's name as numbers: ``hits_20`` before ``hits_100``."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def log_text(text: str, artifact_file: str) -> None:

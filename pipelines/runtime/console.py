@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from urllib.parse import quote, urlencode
 
-from components.recording.metric_names import logged_name
+from components.recording.metric_names import logged_name, natural_order
 from components.training.startup import describe_startup
 
 # Lines Ray's processes print that say something went wrong.
@@ -197,8 +197,8 @@ def final_lines(final: dict[str, float]) -> list[str]:
     for label, prefix in FINAL_GROUPS:
         for split in ("valid", "test"):
             start = f"final_{split}_{prefix}"
-            shown = [f"{key.removeprefix(start)} {value:.4f}"
-                     for key, value in sorted(final.items(), key=_natural_order)
+            shown = [f"{key.removeprefix(start)} {final[key]:.4f}"
+                     for key in sorted(final, key=natural_order)
                      if _group(key.removeprefix(f"final_{split}_")) == prefix
                      and key.startswith(start)]
             if shown:
@@ -208,9 +208,3 @@ def final_lines(final: dict[str, float]) -> list[str]:
 
 def _group(metric: str) -> str:
     return max((prefix for _, prefix in FINAL_GROUPS if metric.startswith(prefix)), key=len)
-
-
-def _natural_order(item: tuple[str, float]) -> list[str | int]:
-    """Sorts metric names with their numbers as numbers: ``hits_20`` before
-    ``hits_100``."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", item[0])]

@@ -32,6 +32,7 @@ import torch
 from torch import Tensor
 
 from plnlp_core.data.datasets import LinkSplit
+from plnlp_core.edge_set import EdgeSet
 from plnlp_core.scoring.hard_negatives import hard_negative_pairs, split_hard_negatives
 from plnlp_core.scoring.heart_files import read_heart_files
 
@@ -80,19 +81,12 @@ def heart_ceiling(pos: Tensor, negatives: Tensor, links: Tensor, num_nodes: int,
     the positives ``pos`` (``[P, 2]``) and every negative pair of
     ``negatives`` (``[P, K]``) that is one of the known ``links`` (``[E, 2]``,
     either direction) score 1, the other negatives 0."""
-    known = _pair_keys(links, num_nodes).unique()
+    known = EdgeSet(links, num_nodes, undirected=True)
     rows = max(1, batch_size // negatives.size(1))
     neg_score = torch.cat([
-        torch.isin(_pair_keys(hard_negative_pairs(p, n).view(-1, 2), num_nodes), known)
-        .view(len(p), -1).float()
+        known.contains(hard_negative_pairs(p, n).view(-1, 2)).view(len(p), -1).float()
         for p, n in zip(pos.split(rows), negatives.split(rows), strict=True)])
     return heart_metrics(torch.ones(len(pos)), neg_score, prefix=f"{prefix}_ceiling")
-
-
-def _pair_keys(pairs: Tensor, num_nodes: int) -> Tensor:
-    """One integer per unordered pair."""
-    low, high = pairs.min(dim=1).values, pairs.max(dim=1).values
-    return low.long() * num_nodes + high.long()
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from plnlp_core.data.datasets import LinkSplit
+from plnlp_core.edge_set import EdgeSet
 
 FILE_NAMES = {"valid": "heart_valid_samples.npy", "test": "heart_test_samples.npy"}
 
@@ -74,10 +75,7 @@ def _load(path: Path) -> np.ndarray:
 
 
 def _check_positives(path: Path, pos: Tensor, split_pos: Tensor, num_nodes: int) -> None:
-    def keys(pairs: Tensor) -> Tensor:
-        return pairs.min(dim=1).values * num_nodes + pairs.max(dim=1).values
-
-    known = torch.isin(keys(pos), keys(split_pos.long()))
+    known = EdgeSet(split_pos, num_nodes, undirected=True).contains(pos)
     if not known.all():
         row = int((~known).nonzero()[0])
         a, b = pos[row].tolist()
