@@ -22,8 +22,8 @@ from components.recording.metric_names import logged_metrics, run_metrics
 from components.recording.plots import plot_metric_by_setting
 from components.recording.tracking import FAILURE_TAG, INTERRUPTED_TAG, log_validation_curves
 from components.storage.location import location
-from components.sweep.reporter import EPOCH
 from components.training.checkpoints import CHECKPOINTS_TAG
+from components.training.report import EPOCH
 
 TRIAL_TAG = "plnlp.trial_id"
 OUTCOME_TAG = "plnlp.trial_outcome"

@@ -6,9 +6,8 @@ import ray
 import ray.train
 from ray.util.queue import Queue
 
-from components.training.report import EPOCHS
+from components.training.report import EPOCH, EPOCHS
 
-EPOCH = "epoch"
 CONTROLLER = "controller"
 
 

@@ -4,6 +4,9 @@ that the controller loads nothing heavy for it).
 
 A report's metrics are the latest epoch's, plus:
 """
+EPOCH = "epoch"
+"""The epoch a report (and each of its epoch rows) is of; a sweep's
+scheduler counts time in it."""
 EPOCHS = "epochs"
 """Every epoch since the previous report, one row of metrics each; a
 restarted worker's first report adds the epochs its checkpoint holds after

@@ -223,7 +223,7 @@ class SearchSpace:
             return None
         from ray.tune.schedulers import ASHAScheduler
 
-        from components.sweep.reporter import EPOCH
+        from components.training.report import EPOCH
 
         return ASHAScheduler(time_attr=EPOCH, **self.asha)
 
