@@ -20,7 +20,12 @@ from ray import tune
 
 from components.recording.metric_names import logged_metrics, run_metrics
 from components.recording.plots import plot_metric_by_setting
-from components.recording.tracking import FAILURE_TAG, INTERRUPTED_TAG, log_validation_curves
+from components.recording.tracking import (
+    DESCRIPTION_TAG,
+    FAILURE_TAG,
+    INTERRUPTED_TAG,
+    log_validation_curves,
+)
 from components.storage.location import location
 from components.training.checkpoints import CHECKPOINTS_TAG
 from components.training.report import EPOCH
@@ -229,6 +234,7 @@ def log_sweep_summary(table: pd.DataFrame, searched: list[str], metric: str, mod
                   if name.startswith("final_")}
         mlflow.log_metrics(logged_metrics({key: float(best[key]), **finals}))
         mlflow.set_tag(BEST_TRIAL_TAG, best["run_id"])
+    mlflow.set_tag(DESCRIPTION_TAG, sweep_description(table, metric, mode))
     with tempfile.TemporaryDirectory() as directory:
         table.to_csv(Path(directory) / "trials.csv", index=False)
         if not evaluated.empty:
@@ -239,6 +245,27 @@ def log_sweep_summary(table: pd.DataFrame, searched: list[str], metric: str, mod
                           metric.removeprefix("valid_"),
                           f"{title}: validation of each trial", "valid_by_epoch.png")
     return best
+
+
+def sweep_description(table: pd.DataFrame, metric: str, mode: str) -> str:
+    """What MLflow's page of the sweep's parent run shows first, in
+    Markdown: the best trial by its best ``metric`` and how many trials
+    ended how, then every trial, best first, with how it ended."""
+    key = f"best_{metric}"
+    ranked = table.sort_values(key, ascending=mode == "min", na_position="last")
+    endings = ", ".join(f"{count} {status.replace('_', ' ')}"
+                        for status, count in ranked["status"].value_counts(sort=False).items())
+    lines = [f"{len(table)} trials: {endings}.", "",
+             "| trial | best " + f"`{metric}` | ended | run |", "| --- | --- | --- | --- |"]
+    evaluated = ranked.dropna(subset=[key])
+    if not evaluated.empty:
+        top = evaluated.iloc[0]
+        lines[:0] = [f"Best `{metric}` **{top[key]:.4f}** by trial `{top['trial']}`.", ""]
+    for _, row in ranked.iterrows():
+        score = "" if pd.isna(row[key]) else f"{row[key]:.4f}"
+        lines.append(f"| `{row['trial']}` | {score} | {row['status'].replace('_', ' ')} "
+                     f"| {row['run_id']} |")
+    return "\n".join(lines)
 
 
 def _log_best_settings(settings: dict[str, object], finished: bool) -> None:

@@ -16,7 +16,7 @@ from components.recording.sweep_tracking import (
     trial_table,
     unfinished_trial_run,
 )
-from components.recording.tracking import FAILURE_TAG, INTERRUPTED_TAG
+from components.recording.tracking import DESCRIPTION_TAG, FAILURE_TAG, INTERRUPTED_TAG
 
 
 def open_trial_run(trial_id: str, values: list[float]) -> str:
@@ -59,6 +59,12 @@ def test_each_trial_run_ends_as_its_trial_did_and_the_parent_names_the_best(mlfl
     assert list(table["status"]) == ["completed", "stopped_early", "failed"]
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"trials.csv", "valid_by_setting.png", "valid_by_epoch.png"} <= artifacts
+    note = summary.data.tags[DESCRIPTION_TAG].splitlines()
+    assert note[0] == f"Best `valid_hits_20` **0.5000** by trial `{table['trial'][0]}`."
+    assert note[2] == "3 trials: 1 completed, 1 stopped early, 1 failed."
+    rows = [line for line in note if line.startswith("| `")]
+    assert [row.split(" | ")[1] for row in rows] == ["0.5000", "0.1000", ""]  # best first
+    assert rows[0].endswith(f"| {completed} |") and "| failed |" in rows[2]
 
 
 def test_an_interrupted_sweep_keeps_its_ended_trials_and_the_best_so_far_until_it_finishes(
