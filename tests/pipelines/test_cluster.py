@@ -1,13 +1,18 @@
 """A real cluster on one machine: a Ray head without CPUs and two worker
-nodes, an S3 server holding the work folder and the raw dataset, and an
-MLflow server whose artifacts live in that S3 server. Jobs are submitted
-as a user submits them (``ray job submit``, the store's keys and the
-tracking server in the job's runtime environment); no node shares a folder
+nodes, each with a temp folder of its own, an S3 server holding the work
+folder and the raw dataset, and an MLflow server whose artifacts live in
+that S3 server. The data is uploaded, the tracking server started and the
+job submitted by docs/cluster.md's own commands (its steps 1, 2 and 4, the
+``<…>`` filled in), ``--working-dir .`` included; no node shares a folder
 with another through the product."""
 import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
+import tempfile
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,14 +22,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.conftest import REPO_ROOT
-from tests.object_store import (
-    bucket_keys,
-    make_bucket,
-    s3_env,
-    s3_filesystem,
-    s3_server,
-    upload_folder,
-)
+from tests.object_store import KEYS, bucket_keys, make_bucket, s3_filesystem, s3_server
 from tests.processes import free_port, process_group, wait_for_http
 
 pytestmark = pytest.mark.slow
@@ -44,6 +42,25 @@ class Services:
     folder: Path
 
 
+def documented_step(number: int, filled: dict[str, str]) -> str:
+    """The ``bash`` block of docs/cluster.md's step ``number``, each
+    ``<…>`` (and any other text) of ``filled`` replaced by its value."""
+    text = (REPO_ROOT / "docs" / "cluster.md").read_text()
+    step = text.split(f"\n{number}. **", 1)[1].split(f"\n{number + 1}. **", 1)[0]
+    block = textwrap.dedent(re.search(r"\n( *)```bash\n(.*?)\n *```", step, re.DOTALL)
+                            .group(0)).strip().removeprefix("```bash").removesuffix("```").strip()
+    for placeholder, value in filled.items():
+        assert placeholder in block, f"step {number} of docs/cluster.md has no {placeholder}"
+        block = block.replace(placeholder, value)
+    assert "<" not in re.sub(r"<<|\$\(<", "", block), f"step {number} left a placeholder: {block}"
+    return block
+
+
+def store_placeholders(endpoint: str) -> dict[str, str]:
+    return {"<key>": KEYS["AWS_ACCESS_KEY_ID"], "<secret>": KEYS["AWS_SECRET_ACCESS_KEY"],
+            "<bucket>": "work"}
+
+
 @pytest.fixture(scope="module")
 def services(tmp_path_factory, ddi_root):
     """The S3 server (buckets ``work``, with the raw ogbl-ddi under ``ogb/``,
@@ -57,7 +74,12 @@ def services(tmp_path_factory, ddi_root):
     folder = tmp_path_factory.mktemp("cluster")
     with s3_server(folder) as endpoint, mlflow_server(folder, endpoint) as tracking_uri:
         make_bucket(endpoint, "work")
-        upload_folder(endpoint, ddi_root / "ogbl_ddi", f"{DATA}/ogbl_ddi")
+        upload = documented_step(1, {**store_placeholders(endpoint), "data/ogbl_ddi":
+                                     str(ddi_root / "ogbl_ddi"), "<http://minio:9000; leave "
+                                     "it unset for AWS itself>": endpoint})
+        done = subprocess.run(["bash", "-ec", upload], env={**os.environ, "AWS_REGION":
+                              KEYS["AWS_REGION"]}, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
         port = free_port()
         # Each node's agent on a port of its own: on one machine they would all race for Ray's
         # default (52365), and the head's, which takes the jobs, may lose
@@ -74,30 +96,43 @@ def services(tmp_path_factory, ddi_root):
             yield Services(cluster, dashboard, endpoint, tracking_uri, folder)
         finally:
             cluster.shutdown()
+            for node_folder in NODE_FOLDERS:
+                shutil.rmtree(node_folder, ignore_errors=True)
             if suite_ray:  # back as tests/conftest.py started it, for the tests after these
                 ray.init(address="local", num_cpus=2, include_dashboard=False,
                          log_to_driver=True)
 
 
+NODE_FOLDERS: list[str] = []  # the worker nodes' temp folders, removed with the cluster
+
+
 def add_worker_node(cluster: object) -> object:
-    """A worker node of one CPU, its agent on a free port."""
-    return cluster.add_node(num_cpus=1, dashboard_agent_listen_port=free_port())
+    """A worker node of one CPU, its agent on a free port, in a temp folder
+    of its own with its own log monitor, as docs/cluster.md's nodes sharing
+    one machine: nodes sharing a temp folder would each unpack a job's
+    working dir over the one the driver runs in, and each print every
+    node's log lines."""
+    temp = tempfile.mkdtemp(prefix="ray-node-", dir="/tmp")  # short: Ray's sockets live in it
+    NODE_FOLDERS.append(temp)
+    return cluster.add_node(num_cpus=1, dashboard_agent_listen_port=free_port(), temp_dir=temp,
+                            include_log_monitor=True)
 
 
 def mlflow_server(folder: Path, endpoint: str):
-    """``mlflow server`` with its runs in SQLite and its artifacts in the
-    bucket ``artifacts``, proxied to its clients."""
+    """docs/cluster.md's ``mlflow server`` (step 2), its runs in SQLite in
+    ``folder`` and its artifacts in the bucket ``artifacts``, proxied to its
+    clients."""
     from contextlib import contextmanager
 
     @contextmanager
     def serve():
         make_bucket(endpoint, "artifacts")
         port = free_port()
-        argv = ["mlflow", "server", "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
-                "--artifacts-destination", "s3://artifacts", "--host", "127.0.0.1",
-                "--port", str(port), "--workers", "1"]
-        with process_group(argv, {**os.environ, **s3_env(endpoint)}, folder,
-                           folder / "mlflow.log"):
+        script = documented_step(2, {**store_placeholders(endpoint), "<http://minio:9000>":
+                                     endpoint, "5000": str(port), "<mlflow-host>": "127.0.0.1",
+                                     "s3://work/mlartifacts": "s3://artifacts"})
+        with process_group(["bash", "-ec", script], {**os.environ, "AWS_REGION":
+                           KEYS["AWS_REGION"]}, folder, folder / "mlflow.log"):
             url = f"http://127.0.0.1:{port}"
             wait_for_http(f"{url}/health", folder / "mlflow.log", timeout=180)
             yield url
@@ -105,27 +140,38 @@ def mlflow_server(folder: Path, endpoint: str):
     return serve()
 
 
+DOCUMENTED_JOB = ["pipelines/run.py", "--dataset", "ddi", "--preset", "smoke", "--data-root",
+                  DATA, "--work-dir", WORK]
+
+
 def submit(services: Services, command: list[str], job_env: dict[str, str],
            submission_id: str | None = None) -> subprocess.CompletedProcess:
-    """``ray job submit`` of ``python <command>`` with ``job_env`` as the
-    job's environment variables (without waiting, given a ``submission_id``),
-    as the README's "On a cluster" does, but
-    with no ``--working-dir``: the nodes here share one machine and Ray's
-    session folder, so each node's agent unpacking the same working folder
-    would replace the one the driver runs in (on separate machines each
-    node unpacks its own)."""
+    """docs/cluster.md's ``ray job submit`` (step 4, ``--working-dir .`` from
+    the repository) of ``python <command>`` instead of its own, with
+    ``job_env`` added to the job's environment variables (without waiting,
+    given a ``submission_id``)."""
     token = (Path.home() / ".ray" / "auth_token").read_text().strip()
+    host, port = services.dashboard.removeprefix("http://").split(":")
+    block = documented_step(4, {**store_placeholders(services.endpoint),
+                                "<the head's ~/.ray/auth_token>": token, "<head>:8265":
+                                f"{host}:{port}", "http://<mlflow-host>:5000":
+                                services.tracking_uri, "<http://minio:9000, or leave out "
+                                "for AWS>": services.endpoint})
+    export, submission = block.split("\n", 1)
+    argv = shlex.split(submission.replace("\\\n", " "))
+    split = argv.index("--")
+    assert argv[split + 1:] == ["python", *DOCUMENTED_JOB], argv[split + 1:]
+    runtime_env = json.loads(argv[argv.index("--runtime-env-json") + 1])
     # a job given a HOME of its own reads no ~/.ray/auth_token there: its workers get the token
     auth = {"RAY_AUTH_TOKEN": token} if "HOME" in job_env else {}
-    runtime_env = json.dumps({"env_vars": {**s3_env(services.endpoint),
-                                           "MLFLOW_TRACKING_URI": services.tracking_uri,
-                                           **auth, **job_env}})
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
-    argv = ["ray", "job", "submit", "--address", services.dashboard, "--runtime-env-json",
-            runtime_env, *(["--no-wait", "--submission-id", submission_id] if submission_id
-                           else []), "--", "python", *command]
+    runtime_env["env_vars"].update(auth, **job_env)
+    argv[argv.index("--runtime-env-json") + 1] = json.dumps(runtime_env)
+    env = {**os.environ, **dict(word.split("=", 1) for word in shlex.split(export)[1:])}
+    argv = [*argv[:split], *(["--no-wait", "--submission-id", submission_id] if submission_id
+                             else []), "--", "python", *command]
     for _ in range(30):  # the head's job agent takes a while to start after the dashboard
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
+        done = subprocess.run(argv, env=env, cwd=REPO_ROOT, capture_output=True, text=True,
+                              timeout=900)
         if "No available agent to submit job" not in done.stderr:
             return done
         time.sleep(2)
@@ -143,12 +189,12 @@ def test_a_submitted_job_keeps_its_work_in_the_bucket_and_its_artifacts_in_the_s
     home, cache = tmp_path / "home", tmp_path / "cache"
     home.mkdir()
     cache.mkdir()
-    done = submit(services, [str(REPO_ROOT / "pipelines" / "run.py"), "--dataset", "ddi",
-                             "--preset", "smoke", *TINY, "--set", "epochs=2",
-                             "--data-root", DATA, "--work-dir", WORK, "--experiment", "bucket"],
-                  {"HOME": str(home), "PLNLP_CACHE_DIR": str(cache)})
+    done = submit(services, [*DOCUMENTED_JOB, *TINY, "--set", "epochs=2", "--experiment",
+                             "bucket"], {"HOME": str(home), "PLNLP_CACHE_DIR": str(cache)})
     output = done.stdout + done.stderr
     assert done.returncode == 0 and "succeeded" in output, output[-4000:]
+    assert "Errno" not in output, output[-4000:]
+    assert len(re.findall(r"\) epoch 1/2 ", output)) == 1, output[-4000:]  # printed once
     (run,) = runs_of(services, "bucket")
     assert run.info.status == "FINISHED"
     assert run.info.artifact_uri.startswith("mlflow-artifacts:")
@@ -221,10 +267,8 @@ def test_a_lost_node_costs_at_most_the_epochs_since_the_checkpoint_in_the_bucket
     worker's node goes as soon as a newer one, not yet reported, is whole in
     the bucket: the run goes on from that one."""
     job = f"lost-node-{time.monotonic_ns()}"
-    done = submit(services, [str(REPO_ROOT / "pipelines" / "run.py"), "--dataset", "ddi",
-                             "--preset", "smoke", "--data-root", DATA, "--work-dir", WORK,
-                             "--experiment", "lost-node", "--set", f"epochs={EPOCHS}",
-                             "--set", "max_batches_per_epoch=2",
+    done = submit(services, [*DOCUMENTED_JOB, "--experiment", "lost-node",
+                             "--set", f"epochs={EPOCHS}", "--set", "max_batches_per_epoch=2",
                              "--set", f"checkpoint_every={EVERY}"],
                   {"RAY_DEDUP_LOGS": "0"}, submission_id=job)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -267,7 +311,7 @@ def test_a_sweep_keeps_its_work_in_the_bucket_and_its_runs_in_the_server(service
     space.write_text("preset: smoke\nmetric: valid_hits_20\nsearch: grid\nmax_concurrent: 2\n"
                      "resources: {workers: 1, cpus_per_worker: 1}\n"
                      "space:\n  lr: {grid: [0.01, 0.001]}\n")
-    done = submit(services, [str(REPO_ROOT / "pipelines" / "tune.py"), "--dataset", "ddi",
+    done = submit(services, ["pipelines/tune.py", "--dataset", "ddi",
                              "--space", str(space), *TINY, "--set", "epochs=2",
                              "--data-root", DATA, "--work-dir", WORK, "--experiment", "sweep"],
                   {})

@@ -100,18 +100,25 @@ def processes_of(folder: str) -> list[psutil.Process]:
     return found
 
 
-def test_the_sharing_one_machine_commands_of_cluster_md_run_as_written(tmp_path):
+def test_the_sharing_one_machine_commands_of_cluster_md_run_as_written(standin_root, tmp_path):
     """docs/cluster.md's head of one's own beside another's, run line by line
-    as written but for its temp folder (one of this test's) and the job (a
-    one-liner): both nodes join on their ports, a job sent with the token
-    sees them, the machine's current-cluster address is left as it was, and
-    the last line ends every process of that cluster."""
+    as written but for its temp folders (this test's), its ``<…>`` (a SQLite
+    store of this test's, the stand-in ddi) and a few batches: both nodes
+    join on their ports, the job sent with the token and ``--working-dir .``
+    finishes its run with each epoch's line printed once, the machine's
+    current-cluster address is left as it was, and the last line ends every
+    process of that cluster."""
     temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's sockets live under it
-    job = "python -c \"import ray; ray.init(); print('CPUs', ray.cluster_resources()['CPU'])\""
-    *steps, stop = bash_block(REPO_ROOT / "docs" / "cluster.md", "Sharing one machine") \
-        .replace("/tmp/ray-mine", temp).replace("python pipelines/run.py ...", job) \
-        .rstrip("\n").rsplit("\n", 1)
-    assert steps[0].count(temp) == 2 and job in steps[0] and temp in stop
+    store = tmp_path / "mlflow.db"
+    filled = {"/tmp/ray-mine": temp, "<sqlite:////abs/path/mlflow.db>": f"sqlite:///{store}",
+              "<abs/path/holding/ogbl_ddi>": str(standin_root),
+              "--preset smoke": f"--preset smoke {' '.join(TINY[2:])} --experiment mine"}
+    block = bash_block(REPO_ROOT / "docs" / "cluster.md", "Sharing one machine")
+    for placeholder, value in filled.items():
+        assert placeholder in block, placeholder
+        block = block.replace(placeholder, value)
+    *steps, stop = block.rstrip("\n").rsplit("\n", 1)
+    assert steps[0].count(temp) == 2 and "--working-dir ." in steps[0] and temp in stop
     current = Path("/tmp/ray/ray_current_cluster")
     before = current.read_bytes() if current.exists() else None
     env = {k: v for k, v in pipeline_env(tmp_path).items() if not k.startswith("RAY_")}
@@ -121,12 +128,14 @@ def test_the_sharing_one_machine_commands_of_cluster_md_run_as_written(tmp_path)
             (tmp_path / name).write_text(script)
             # each step must succeed; the stop line's kills may find a child already gone
             checked = ["-e"] if name == "steps.sh" else []
-            done = subprocess.run(["bash", *checked, str(tmp_path / name)], cwd=tmp_path,
-                                  env=env, capture_output=True, text=True, timeout=300)
+            done = subprocess.run(["bash", *checked, str(tmp_path / name)], cwd=REPO_ROOT,
+                                  env=env, capture_output=True, text=True, timeout=600)
             output = done.stdout + done.stderr
             if name == "steps.sh":
                 assert done.returncode == 0, output[-3000:]
-                assert "CPUs 4.0" in output and "succeeded" in output, output[-3000:]
+                assert "4.0 CPU" in output and "succeeded" in output, output[-3000:]
+                assert "Errno" not in output, output[-3000:]
+                assert len(re.findall(r"\) epoch 1/2 ", output)) == 1, output[-3000:]
                 assert (current.read_bytes() if current.exists() else None) == before
                 started = [each for process in processes_of(temp)
                            for each in (process, *process.children(recursive=True))]
@@ -138,3 +147,8 @@ def test_the_sharing_one_machine_commands_of_cluster_md_run_as_written(tmp_path)
             if process.is_running():
                 os.kill(process.pid, signal.SIGKILL)
         shutil.rmtree(temp, ignore_errors=True)
+        shutil.rmtree(f"{temp}-2", ignore_errors=True)
+    mlflow.set_tracking_uri(f"sqlite:///{store}")
+    (run,) = mlflow.search_runs([mlflow.get_experiment_by_name("mine").experiment_id],
+                                output_format="list")
+    assert run.info.status == "FINISHED"
