@@ -33,6 +33,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import torch
+from baselines import heuristic_metrics
 from tables import format_rows
 from timing import timed
 
@@ -41,7 +42,6 @@ from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.data.own_graph import load_own_graph
 from plnlp_core.experiment import prepare_experiment, run_experiment
-from plnlp_core.scoring.heuristics import heuristic_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = PRESETS_DIR / f"{OWN_PRESETS}.yaml"
