@@ -33,18 +33,18 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import torch
-import yaml
+from baselines import heuristic_metrics
 from tables import format_rows
 from timing import timed
 
+from pipelines.planning.presets import OWN_PRESETS, PRESETS_DIR, load_preset
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.data.own_graph import load_own_graph
 from plnlp_core.experiment import prepare_experiment, run_experiment
-from plnlp_core.scoring.heuristics import heuristic_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
-PRESETS = ROOT / "pipelines" / "presets" / "own.yaml"
+PRESETS = PRESETS_DIR / f"{OWN_PRESETS}.yaml"
 HEURISTIC_NAMES = ("cn", "aa", "ra")
 
 
@@ -262,18 +262,13 @@ def heuristics(split: LinkSplit) -> dict[str, dict[str, float]]:
     return {name: heuristic_metrics(name, split) for name in HEURISTIC_NAMES}
 
 
-def load_preset(name: str = "default", path: Path = PRESETS) -> dict[str, object]:
-    """The settings of preset ``name`` in ``path`` (``pipelines/presets/own.yaml``)."""
-    return dict(yaml.safe_load(path.read_text())[name])
-
-
 def run_plnlp(split: LinkSplit, settings: dict[str, object],
               seed: int = 0) -> tuple[dict[str, float], float, int]:
     """Trains PLNLP with ``settings`` on ``split``; returns the metrics of the
     epoch with the best validation AUC, the seconds that training and
     evaluation took, and that epoch."""
     config = PLNLPConfig.from_mapping({**settings, "seed": seed})
-    config._validate_against(split.info)
+    config.validate(split.info)
     seconds, result = timed(lambda: run_experiment(prepare_experiment(config, split)))
     return result.best_metrics, seconds, result.best_epoch
 
@@ -393,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     preset = args.preset or ("quick" if args.quick else "default")
-    presets = {name: load_preset(name) for name in preset.split(",")}
+    presets = {name: load_preset(OWN_PRESETS, name) for name in preset.split(",")}
     graphs = suite(args.quick)
     if args.only:
         wanted = set(args.only.split(","))

@@ -19,7 +19,7 @@ from plnlp_core.graph import (
 from plnlp_core.losses import LOSSES, WEIGHTED_LOSSES
 from plnlp_core.nn import EDGE_PREDICTORS, ENCODER_LEVELS, GNNEncoder, NodeInput, PLNLPModel
 from plnlp_core.nn.model import unwrap
-from plnlp_core.random_walk import random_walk_pairs, walk_starts
+from plnlp_core.random_walk import walk_round, walk_starts
 from plnlp_core.sampling import SAMPLERS, NegativeSampler
 from plnlp_core.training import StepOptions
 
@@ -140,16 +140,22 @@ def training_positives(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor, T
     return edges, weights
 
 
-def build_walk_rounds(
-    split: LinkSplit, config: PLNLPConfig, generator: torch.Generator | None = None,
-) -> list[tuple[Tensor, Tensor]]:
-    """``config.walk_rounds`` independent sets of random-walk pairs over the
-    observed graph, in memory (the ``augment`` stage writes them as Parquet)."""
+def walk_graph(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor, Tensor]:
+    """What the random walks run on: the adjacency of the observed edges
+    and the start nodes ``config.walk_starts`` names."""
     edges, _ = input_edges(split, config)
     adj, _ = build_adjacency(edges, split.num_nodes)
-    starts = walk_starts(config.walk_starts, split.num_nodes, edges)
-    return [random_walk_pairs(adj, starts, config.walk_length, generator)
-            for _ in range(config.walk_rounds)]
+    return adj, walk_starts(config.walk_starts, split.num_nodes, edges)
+
+
+def build_walk_rounds(split: LinkSplit, config: PLNLPConfig) -> list[tuple[Tensor, Tensor]]:
+    """``config.walk_rounds`` independent sets of random-walk pairs over the
+    observed graph, in memory, seeded by ``config.seed``: the very pairs
+    and weights the ``augment`` stage writes as Parquet
+    (:func:`~plnlp_core.random_walk.walk_round`, chunk by chunk)."""
+    adj, starts = walk_graph(split, config)
+    return [walk_round(adj, starts, config.walk_length, config.seed, r)
+            for r in range(config.walk_rounds)]
 
 
 def build_sampler(

@@ -60,3 +60,39 @@ NEGATIVE_MODES = ("shared", "independent")
 DEFAULT_SPLIT = "random:0.85,0.05,0.10"
 """How an edge list of one's own is split when ``--split`` is not given
 (the default of :func:`plnlp_core.data.own_graph.load_own_graph`)."""
+
+WALK_STARTS = ("all", "train_endpoints", "edge_endpoints")
+"""``walk_starts``."""
+
+HEART_MODES = ("heart", "heart_filtered")
+"""``heart_mode``: HeaRT's protocol, or every known link masked
+(:data:`plnlp_core.scoring.hard_negatives.HARD_NEGATIVE_MODES`)."""
+
+WALK_POSITIVES = ("union", "walks")
+"""``walk_positives``."""
+
+EDGE_MARGINS = ("normalized", "raw")
+"""``edge_margin``."""
+
+LR_DECAYS = ("none", "linear")
+"""``lr_decay``."""
+
+SELECT_BEST = ("first", "last")
+"""``select_best``."""
+
+PRECISIONS = ("fp32", "tf32", "bf16", "auto")
+"""``precision``."""
+
+EDGE_DROPPING_ENCODERS = ("gcn", "sum", "pure_gcn")
+"""Encoders that read the adjacency's values, so that encoder_edge_dropout
+can thin them."""
+
+EDGE_LEVEL_SETTINGS = {"target_edge_removal": True, "edge_dropout": 0.0, "edge_path_length": 2,
+                       "edge_counts": None, "ncn_xlin": False, "ncn_tail_activation": False,
+                       "ncn_two_layer_output": False, "ncn_beta": 1.0}
+"""The edge level's settings and their defaults, which the node level refuses
+other values of."""
+
+NCN_SETTINGS = {key: EDGE_LEVEL_SETTINGS[key] for key in EDGE_LEVEL_SETTINGS
+                if key.startswith("ncn_")}
+"""The settings of ``predictor: ncn``, refused with ``predictor: mlp``."""

@@ -49,12 +49,12 @@ def prepare_experiment(
     ``rank::world_size``; ``walks`` must be its share already (the
     pipeline's :class:`~components.training.walk_rounds.ParquetWalkRounds`). Without
     ``walks``, a config that uses random walks draws its rounds here, seeded
-    by ``config.seed``. The model's weights are drawn from ``config.seed``.
+    by ``config.seed``: the pairs the pipeline's ``augment`` stage writes.
+    The model's weights are drawn from ``config.seed``.
     """
     if walks is None and config.uses_random_walk:
-        generator = torch.Generator().manual_seed(config.seed)
         walks = [(pairs[rank::world_size], weights[rank::world_size])
-                 for pairs, weights in build_walk_rounds(split, config, generator)]
+                 for pairs, weights in build_walk_rounds(split, config)]
     graph = build_training_graph(split, config, walks, rank, world_size)
     torch.manual_seed(config.seed)
     model = build_model(config, split.info, split.num_nodes)

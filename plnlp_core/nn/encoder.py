@@ -1,27 +1,15 @@
-import functools
 from collections.abc import Mapping
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.nn import GATConv, GCNConv
 
-from plnlp_core.nn.hop_diffusion import HopDiffusionConv
+# importing the layer modules registers their layers in ENCODERS
+from plnlp_core.nn import hop_diffusion, pure_gcn, pyg_layers, sum_aggregation  # noqa: F401
+from plnlp_core.nn.encoder_registry import ENCODERS
 from plnlp_core.nn.mean_aggregation import SymmetricSAGEConv
-from plnlp_core.nn.pure_gcn import PureGCN
 from plnlp_core.nn.relu_dropout import relu_dropout
-from plnlp_core.nn.sum_aggregation import SumAggregation
 from plnlp_core.nn.weight_free import WeightFreeConv
-from plnlp_core.registry import Registry
 
-ENCODERS: Registry[type[nn.Module] | None] = Registry("encoder")
-ENCODERS.register("sage")(SymmetricSAGEConv)
-# The adjacency never changes within a model's life: GCN normalises it once.
-ENCODERS.register("gcn")(functools.partial(GCNConv, cached=True))
-ENCODERS.register("gat")(GATConv)
-ENCODERS.register("agdn")(HopDiffusionConv)
-ENCODERS.register("sum")(SumAggregation)
-ENCODERS.register("pure_gcn")(PureGCN)
-ENCODERS.register("none")(None)
 WEIGHT_FREE_ENCODERS = tuple(name for name in ENCODERS.names
                              if isinstance(ENCODERS.get(name), type)
                              and issubclass(ENCODERS.get(name), WeightFreeConv))

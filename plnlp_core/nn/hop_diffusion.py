@@ -1,9 +1,11 @@
 import torch
 from torch import Tensor, nn
 
+from plnlp_core.nn.encoder_registry import ENCODERS
 from plnlp_core.nn.mean_aggregation import symmetric_mean_spmm
 
 
+@ENCODERS.register("agdn")
 class HopDiffusionConv(nn.Module):
     r"""Adaptive graph diffusion with hop-wise convolution weights (AGDN's
     ``HC`` layer, Sun et al., "Adaptive Graph Diffusion Networks"): the

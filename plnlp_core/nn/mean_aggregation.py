@@ -5,6 +5,8 @@ import torch
 from torch import Tensor
 from torch_geometric.nn import SAGEConv
 
+from plnlp_core.nn.encoder_registry import ENCODERS
+
 DENSE_MIN_DENSITY = 1 / 16
 """The share of nonzero entries from which a GPU aggregates faster over a
 dense copy of the adjacency (ogbl-ddi's training graph: 11.7 %)."""
@@ -60,6 +62,7 @@ def symmetric_mean_spmm(adj: Tensor, x: Tensor) -> Tensor:
         return _SymmetricMeanSpMM.apply(adj, x.to(adj.dtype))
 
 
+@ENCODERS.register("sage")
 class SymmetricSAGEConv(SAGEConv):
     r"""GraphSAGE with mean aggregation (Hamilton et al.),
 

@@ -1,9 +1,11 @@
 import torch
 from torch import Tensor
 
+from plnlp_core.nn.encoder_registry import ENCODERS
 from plnlp_core.nn.weight_free import WeightFreeConv
 
 
+@ENCODERS.register("pure_gcn")
 class PureGCN(WeightFreeConv):
     r"""GCN's propagation without weights (NCN's ``puregcn`` layer, Wang et
     al. 2023): symmetric normalisation with self-loops,

@@ -1,8 +1,10 @@
 from torch import Tensor
 
+from plnlp_core.nn.encoder_registry import ENCODERS
 from plnlp_core.nn.weight_free import WeightFreeConv
 
 
+@ENCODERS.register("sum")
 class SumAggregation(WeightFreeConv):
     r"""Message passing without weights, summing the neighbours (NCN's
     ``puresum`` layer, Wang et al. 2023),

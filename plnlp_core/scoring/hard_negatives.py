@@ -49,7 +49,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from plnlp_core.config import HEART_MODES
+from plnlp_core.choices import HEART_MODES
 from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.scoring.heuristics import adjacency
 

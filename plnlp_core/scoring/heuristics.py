@@ -18,9 +18,7 @@ import scipy.sparse as sp
 import torch
 from torch import Tensor
 
-from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.registry import Registry
-from plnlp_core.scoring.evaluation import scorer_metrics
 
 DENSE_ENTRIES = 2**26
 """Largest :math:`N^2` for which a graph's ``[N, N]`` tables are held dense
@@ -87,15 +85,3 @@ def heuristic_scorer(name: str, adj: sp.csr_array,
     dense = torch.from_numpy(adj.toarray())
     table = (dense * torch.from_numpy(HEURISTICS.get(name)(np.diff(adj.indptr)))) @ dense
     return lambda pairs: table[pairs[:, 0].cpu(), pairs[:, 1].cpu()]
-
-
-def heuristic_metrics(name: str, split: LinkSplit, edges: Tensor | None = None,
-                      batch_size: int = 16384) -> dict[str, float]:
-    """The valid and test metrics of heuristic ``name`` on ``split``, keyed as
-    :func:`plnlp_core.scoring.evaluation.evaluate` keys them (``valid_hits_20``,
-    ``test_auc``, ...), on the graph of ``edges`` (default: the training
-    edges; pass the validation edges too where they are an input)."""
-    HEURISTICS.get(name)  # an unknown name fails before the graph is built
-    adj = adjacency(split.train_pos if edges is None else edges, split.num_nodes)
-    return scorer_metrics(heuristic_scorer(name, adj, batch_size), split)
-

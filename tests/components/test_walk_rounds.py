@@ -1,12 +1,19 @@
-"""A training worker's view of the augment stage's walk rounds."""
+"""A training worker's view of the augment stage's walk rounds, and the
+rounds the stage writes being the library's own."""
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 import torch
 
 from components.artifacts import WalkArtifact
-from components.storage.parquet_io import pairs_table
+from components.augment import augment
+from components.load import load_dataset
+from components.storage.parquet_io import pairs_table, read_split
 from components.training.walk_rounds import ParquetWalkRounds
+from plnlp_core.assembly import build_walk_rounds
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.experiment import prepare_experiment
 
 
 def write_rounds(directory: Path, rounds: int, rows: int) -> WalkArtifact:
@@ -44,3 +51,32 @@ def test_a_single_round_is_read_once(tmp_path, monkeypatch):
     # other tests' readers may still be reading ahead in their threads
     assert [a for a in reads if str(a[0]).startswith(str(tmp_path))] == [
         (walks.round_directory(0),)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chunk_size", [None, 97])
+def test_the_augment_stage_writes_the_library_s_walk_rounds_whatever_its_task_count(
+        ray_session, standin_root, tmp_path, monkeypatch, chunk_size):
+    """A script and a pipeline with the same config and seed train on the
+    same walk pairs: the ``augment`` stage's rounds, walked by 3 or 5 Ray
+    tasks, equal :func:`build_walk_rounds`'s in process, pair for pair and
+    weight for weight, with one chunk of starts or many (97 per chunk)."""
+    if chunk_size is not None:
+        monkeypatch.setattr("plnlp_core.random_walk.WALK_CHUNK", chunk_size)
+    loaded = ray_session.get(load_dataset.remote("ddi", str(standin_root), str(tmp_path / "d")))
+    config = PLNLPConfig(walk_length=4, walk_starts="edge_endpoints", walk_rounds=2, seed=7)
+    split = read_split(Path(loaded.directory))
+    library = build_walk_rounds(split, config)
+    assert chunk_size is None or split.train_pos.numel() > 3 * chunk_size
+    for tasks in (3, 5):
+        walks = augment(loaded, config, str(tmp_path / f"walks-{tasks}"), num_chunks=tasks)
+        stage = ParquetWalkRounds(walks)
+        assert len(stage) == 2 and walks.num_pairs == sum(p.size(0) for p, _ in library)
+        for (pairs, weights), r in zip(library, range(2), strict=True):
+            assert torch.equal(stage[r][0], pairs)
+            assert torch.equal(stage[r][1], weights)
+    assert not torch.equal(library[0][0], library[1][0])
+    # and a DDP worker's share is the same rows of either
+    worker = prepare_experiment(config, split, None, rank=1, world_size=2)
+    share = ParquetWalkRounds(walks, 1, 2)
+    assert torch.equal(worker.graph.walks[1][0], share[1][0])

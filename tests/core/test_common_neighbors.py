@@ -275,8 +275,7 @@ def test_the_edge_level_trains_with_every_loss_sampler_negative_mode_and_walks(
     torch.manual_seed(0)
     model = build_model(config, split.info, split.num_nodes)
     assert not any(getattr(conv, "cached", False) for conv in model.encoder.convs)
-    walks = (build_walk_rounds(split, config, torch.Generator().manual_seed(0))
-             if config.uses_random_walk else None)
+    walks = build_walk_rounds(split, config) if config.uses_random_walk else None
     result = fit(model, config, split, build_training_graph(split, config, walks))
     assert all(torch.isfinite(torch.tensor(e.train_loss)) for e in result.history)
     assert 0.0 <= result.best_metrics["test_hits_20"] <= 1.0

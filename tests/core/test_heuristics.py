@@ -9,10 +9,10 @@ import torch
 import plnlp_core.scoring.heuristics as heuristics
 from plnlp_core.data.own_graph import load_own_graph
 from plnlp_core.errors import PLNLPError
+from plnlp_core.scoring.evaluation import scorer_metrics
 from plnlp_core.scoring.heuristics import (
     HEURISTICS,
     adjacency,
-    heuristic_metrics,
     heuristic_scorer,
     heuristic_scores,
 )
@@ -53,6 +53,11 @@ def test_the_registry_names_the_three_heuristics():
     assert HEURISTICS.names == ["aa", "cn", "ra"]
     with pytest.raises(PLNLPError, match="unknown heuristic"):
         HEURISTICS.get("katz")
+
+
+def heuristic_metrics(name, split):
+    return scorer_metrics(heuristic_scorer(name, adjacency(split.train_pos, split.num_nodes)),
+                          split)
 
 
 def test_heuristic_metrics_on_an_ogb_dataset_have_the_keys_of_evaluate(ddi_standin_split):

@@ -2,7 +2,7 @@
 import torch
 
 from plnlp_core.graph import build_adjacency
-from plnlp_core.random_walk import random_walk_pairs, walk_starts
+from plnlp_core.random_walk import chunk_seed, random_walk_pairs, walk_round, walk_starts
 
 
 def pair_list(pairs: torch.Tensor, weights: torch.Tensor) -> list[tuple[int, int, float]]:
@@ -80,3 +80,21 @@ def test_walk_starts_train_endpoints_gives_each_endpoint_once():
 
 def test_walk_starts_all_gives_every_node():
     assert torch.equal(walk_starts("all", 4, torch.tensor([[0, 1]])), torch.arange(4))
+
+
+def test_a_round_walked_in_runs_of_chunks_is_the_round_walked_at_once():
+    edges = torch.randint(0, 40, (120, 2))
+    adj, _ = build_adjacency(edges, 40)
+    starts = walk_starts("edge_endpoints", 40, edges)
+    whole = walk_round(adj, starts, 5, seed=3, walk_round=1, chunk_size=16)
+    runs = [walk_round(adj, starts, 5, 3, 1, range(a, b), chunk_size=16)
+            for a, b in ((0, 4), (4, 4), (4, 15), (15, 15))]
+    assert torch.equal(torch.cat([p for p, _ in runs]), whole[0])
+    assert torch.equal(torch.cat([w for _, w in runs]), whole[1])
+    other_round = walk_round(adj, starts, 5, seed=3, walk_round=2, chunk_size=16)
+    assert not torch.equal(other_round[0], whole[0])
+
+
+def test_chunk_seeds_differ_by_seed_round_and_chunk():
+    seeds = {chunk_seed(s, r, c) for s in range(3) for r in range(3) for c in range(3)}
+    assert len(seeds) == 27 and all(0 <= s < 2**63 for s in seeds)

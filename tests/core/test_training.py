@@ -86,7 +86,7 @@ def test_walk_rounds_join_the_positives_after_the_edges_and_train_finitely(
                                        "edge_margin": "raw"})
     config.validate()
     torch.manual_seed(0)
-    rounds = build_walk_rounds(split, config, torch.Generator().manual_seed(0))
+    rounds = build_walk_rounds(split, config)
     assert len(rounds) == 2 and not torch.equal(rounds[0][0], rounds[1][0])
     graph = build_training_graph(split, config, rounds)
     m = split.train_pos.size(0)
@@ -106,7 +106,7 @@ def test_walk_positives_walks_ranks_the_walk_pairs_alone(ddi_standin_split):
     split = ddi_standin_split
     config = PLNLPConfig.from_mapping({**SMALL, "loss": "weighted_hinge_auc", "walk_length": 2,
                                        "walk_positives": "walks"})
-    rounds = build_walk_rounds(split, config, torch.Generator().manual_seed(0))
+    rounds = build_walk_rounds(split, config)
     pairs, weights = build_training_graph(split, config, rounds).epoch_positives(1)
     assert torch.equal(pairs, rounds[0][0]) and torch.equal(weights, rounds[0][1])
 
