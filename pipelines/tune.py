@@ -74,7 +74,7 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
     from components.sweep.trial import SweepTrial
     from components.train_and_evaluate import heart_stage
     from components.training.checkpoints import checkpoint_root
-    from pipelines.runtime.load_stage import load_stage
+    from pipelines.load_stage import load_stage
     from plnlp_core.data.datasets import data_root_setting
 
     parent = active_run_info()
