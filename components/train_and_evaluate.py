@@ -6,7 +6,6 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import mlflow
 import ray
 import ray.train
 
@@ -15,11 +14,12 @@ from components.augment import augment
 from components.final_export import SCORER_DIR, read_final
 from components.heart import heart_negatives
 from components.recording.model_export import evaluate_and_export, log_link_model
+from components.recording.names import CHECKPOINTS_TAG
+from components.recording.reads import active_run_info, tracking_uri
 from components.recording.runs import tag_run, untag_run
 from components.recording.tracking import log_metrics, log_training
 from components.storage.location import Location, local_copy, location
 from components.train import train
-from components.training.checkpoints import CHECKPOINTS_TAG
 from components.training.startup import DRIVER_MARKS, startup_phases
 from components.training.workers import WorkerGroup
 from plnlp_core.config import PLNLPConfig
@@ -99,7 +99,7 @@ def run_checkpoints(checkpoints: "str | Path | Location") -> Iterator[Location]:
     id>`` (its ``plnlp.checkpoints`` tag), removed with the tag when the
     block ends without an error, once MLflow holds the best model; a failed
     or interrupted run keeps them, so that ``--resume`` can go on from them."""
-    storage = location(checkpoints) / mlflow.active_run().info.run_id
+    storage = location(checkpoints) / active_run_info().run_id
     tag_run(CHECKPOINTS_TAG, storage.uri)
     yield storage
     storage.remove()
@@ -127,15 +127,14 @@ def train_in_run(
     (see :func:`components.train.train`). ``label`` (a sweep's trial) heads
     each epoch's console line. The caller has checked ``config`` against the
     graph (``validate_graph``)."""
-    run_id = mlflow.active_run().info.run_id
+    run = active_run_info()
     start = time.perf_counter()
-    trained = train(dataset, walks, config, storage, workers, mlflow.get_tracking_uri(),
-                    run_id, max_failures, callbacks, decision_epochs, export, stop, heart, label)
+    trained = train(dataset, walks, config, storage, workers, tracking_uri(), run.run_id,
+                    max_failures, callbacks, decision_epochs, export, stop, heart, label)
     log_metrics({"best_epoch": trained.best_epoch,
                  "train_stage_seconds": time.perf_counter() - start,
                  "fit_seconds": trained.fit_seconds, **first_startup(trained)})
-    log_training(trained, dataset.meta.metric.replace("@", "_"),
-                 mlflow.active_run().info.run_name)
+    log_training(trained, dataset.meta.metric.replace("@", "_"), run.run_name)
     return trained
 
 

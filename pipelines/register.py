@@ -38,15 +38,14 @@ def main(argv: list[str] | None = None) -> int:
     skip_final_collection()
     args = parse_args(argv)
     try:
-        from mlflow.tracking import MlflowClient
-
         from components.recording.model_registry import register_link_model
+        from components.recording.reads import get_run
         from pipelines.runtime.home_folder import keep_home_clean
         from pipelines.runtime.model_source import check_model_uri
 
         keep_home_clean()
         check_model_uri(f"runs:/{args.run_id}/model")  # the run exists and holds one model
-        metric = validation_metric(MlflowClient().get_run(args.run_id))
+        metric = validation_metric(get_run(args.run_id))
         print(register_link_model(args.run_id, args.name, metric), flush=True)
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)

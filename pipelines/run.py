@@ -33,10 +33,10 @@ def score(plan: RunPlan) -> dict[str, float]:
     summarised as mean and std. A resumed run goes on with its unfinished
     seeds."""
     # Ray, MLflow and the stages load only once the arguments are valid.
-    import mlflow
     import ray
 
     from components.evaluate import evaluate_heuristic
+    from components.recording.reads import active_run_info
     from components.recording.runs import start_run
     from components.recording.tracking import (
         clear_failure,
@@ -51,7 +51,7 @@ def score(plan: RunPlan) -> dict[str, float]:
     from components.train_and_evaluate import heart_stage, train_and_evaluate
     from components.training.checkpoints import checkpoint_root
     from components.training.startup import mark
-    from pipelines.runtime.load_stage import load_stage
+    from pipelines.load_stage import load_stage
     from plnlp_core.data.datasets import data_root_setting
 
     request = plan.request
@@ -77,7 +77,7 @@ def score(plan: RunPlan) -> dict[str, float]:
     if plan.runs == 1:
         final = train_and_evaluate(dataset, plan.config, request.workers, checkpoints,
                                    request.max_failures, heart=heart)
-        register(plan, {mlflow.active_run().info.run_id: final})
+        register(plan, {active_run_info().run_id: final})
         return final
     finals, children = [], {}
     for i in range(plan.runs):
@@ -101,7 +101,7 @@ def score(plan: RunPlan) -> dict[str, float]:
     register(plan, {children[plan.config.seed + i]: final for i, final in enumerate(finals)})
     log_validation_curves({f"seed {seed}": run_id for seed, run_id in sorted(children.items())},
                           plan.source.info.main_metric_key,
-                          f"{mlflow.active_run().info.run_name}: validation of each seed",
+                          f"{active_run_info().run_name}: validation of each seed",
                           "seeds_valid_curve.png")
     return summary
 

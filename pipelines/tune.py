@@ -20,11 +20,11 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from components.recording.names import SEARCH_SPACE_FILE, TUNE_STATE_TAG
 from pipelines.planning.arguments import sweep_request
 from pipelines.planning.request import GraphSource
 from pipelines.planning.run_plan import graph_source
 from pipelines.planning.sweep_plan import (
-    TUNE_STATE_TAG,
     SweepRequest,
     check_resume_flags,
     planned_sweep,
@@ -65,30 +65,30 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
     ones that had not ended), closes their child runs and logs the sweep's
     summary to its run; returns the best trial's row. An interrupt leaves
     the run the summary of the trials that ended."""
-    import mlflow
     from ray import tune
 
+    from components.recording.reads import active_run_info, get_run, tracking_uri
     from components.recording.runs import tag_run, untag_run
     from components.recording.tracking import log_config, log_sources, log_text
     from components.storage.location import location
     from components.sweep.trial import SweepTrial
     from components.train_and_evaluate import heart_stage
     from components.training.checkpoints import checkpoint_root
-    from pipelines.runtime.load_stage import load_stage
+    from pipelines.load_stage import load_stage
     from plnlp_core.data.datasets import data_root_setting
 
-    parent = mlflow.active_run().info
+    parent = active_run_info()
     dataset = load_stage(source, request.graph, request.data_root, request.work_dir)
     if request.trials_per_gpu is not None:
         pack_trials(request.trials_per_gpu, space, dataset.meta, gpu_memory_bytes())
     if request.resume is None:
         log_config(space.base, space.describe(), exclude=space.searched)
-        log_text(request.space.read_text(), "search_space.yaml")
+        log_text(request.space.read_text(), SEARCH_SPACE_FILE)
         log_sources(str(source.path.resolve()) if source.path else source.info.name,
                     location(data_root_setting(request.data_root)).uri,
                     request.work_dir and location(request.work_dir).uri)
     heart = heart_stage(dataset, space.base, space.resources.cpus_per_worker)  # for every trial
-    options = {"tracking_uri": mlflow.get_tracking_uri(), "metric": space.metric, "heart": heart,
+    options = {"tracking_uri": tracking_uri(), "metric": space.metric, "heart": heart,
                "checkpoints": checkpoint_root(request.work_dir).uri,
                "max_failures": request.max_failures, "parent_run_id": parent.run_id,
                "experiment_id": parent.experiment_id, "workers": space.resources.worker_group(),
@@ -97,7 +97,7 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
         tune.with_parameters(SweepTrial, base=space.base.to_dict(), dataset=dataset,
                              options=options), trial_resources(space))
     if request.resume is not None:  # failed trials stay failed, as the trials' table has them
-        state = location(mlflow.get_run(parent.run_id).data.tags[TUNE_STATE_TAG])
+        state = location(get_run(parent.run_id).data.tags[TUNE_STATE_TAG])
         tuner = tune.Tuner.restore(state.uri, trainable, resume_unfinished=True,
                                    resume_errored=False, restart_errored=False)
     else:  # from here on, an interrupt leaves a sweep that --resume goes on with
@@ -288,9 +288,9 @@ def run_sweep(request: SweepRequest) -> int:
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    import mlflow
     import ray
 
+    from components.recording.reads import get_run, tracking_uri
     from components.training.workers import WorkerGroup
     from pipelines.runtime.console import quiet_console, runs_table_page, ui_link
     from pipelines.runtime.job import execute, prepare
@@ -317,10 +317,10 @@ def run_sweep(request: SweepRequest) -> int:
     if outcome is None:
         return 1
     run_id, best = outcome
-    print(f"MLflow sweep run {run_id} in {mlflow.get_tracking_uri()}: best {space.metric} "
+    print(f"MLflow sweep run {run_id} in {tracking_uri()}: best {space.metric} "
           f"{best[f'best_{space.metric}']:.4f} (run {best['run_id']}) "
           f"with {', '.join(f'{key}={best[key]}' for key in space.searched)}")
-    trials = runs_table_page(mlflow.get_run(run_id).info.experiment_id,
+    trials = runs_table_page(get_run(run_id).info.experiment_id,
                              space.metric.removeprefix("valid_"), parent_run_id=run_id)
     print(f"  its trials, best first: {ui_link(trials)[1]}", flush=True)
     return 0

@@ -1,6 +1,10 @@
-"""MLflow is written from the recording wing alone: a module outside
-``components/recording/`` that logs, tags, opens, ends or registers through
-``mlflow`` or an ``MlflowClient`` fails this test. Reads stay anywhere."""
+"""MLflow is written and read from the recording wing alone: a module
+outside ``components/recording/`` that logs, tags, opens, ends or registers
+through ``mlflow`` or an ``MlflowClient`` fails this test, and so does one
+that imports ``mlflow`` at all (at its top or inside a function), but the
+tracking store's checks (``pipelines/runtime/mlflow_store.py``). Reads go
+through :mod:`components.recording.reads`, names through
+:mod:`components.recording.names`."""
 import ast
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("plnlp_core", "components", "pipelines")
 RECORDING = ROOT / "components" / "recording"
+STORE_CHECKS = ROOT / "pipelines" / "runtime" / "mlflow_store.py"  # it probes the store itself
 WRITES = {"set_tag", "set_tags", "delete_tag", "start_run", "end_run", "create_run",
           "set_terminated", "update_run", "delete_run", "restore_run", "create_experiment",
           "set_experiment", "set_experiment_tag", "set_experiment_tags",
@@ -103,3 +108,46 @@ def test_the_scan_lets_reads_pass(tmp_path):
         "import mlflow\nmlflow.get_run('r')\nmlflow.MlflowClient().search_runs([])\n"
         "mlflow.set_tracking_uri('x')\nlogger.log_metrics({})")
     assert not list(writes(tmp_path / "example.py", tmp_path))
+
+
+def mlflow_imports(path: Path, root: Path = ROOT) -> Iterator[str]:
+    """``path:line imports <module>`` for each import of ``mlflow`` or one of
+    its modules in a module, wherever it stands (at the top, in a function,
+    under ``if TYPE_CHECKING``)."""
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            modules = [node.module or ""]
+        else:
+            continue
+        for module in modules:
+            if module == "mlflow" or module.startswith("mlflow."):
+                yield f"{path.relative_to(root)}:{node.lineno} imports {module}"
+
+
+def test_only_the_recording_wing_and_the_store_checks_import_mlflow():
+    found = [line for path in sources() if path != STORE_CHECKS
+             for line in mlflow_imports(path)]
+    assert not found, ("MLflow imported outside components/recording/ (read through "
+                       "components/recording/reads.py):\n" + "\n".join(found))
+
+
+@pytest.mark.parametrize("code", [
+    "import mlflow",
+    "import mlflow.pyfunc as pyfunc",
+    "from mlflow.tracking import MlflowClient",
+    "def f():\n    import mlflow\n    return mlflow.get_tracking_uri()",
+    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from mlflow.entities import Run",
+])
+def test_the_import_scan_sees_each_kind_of_import(tmp_path, code):
+    (tmp_path / "example.py").write_text(code)
+    assert list(mlflow_imports(tmp_path / "example.py", tmp_path))
+
+
+def test_the_import_scan_lets_other_modules_pass(tmp_path):
+    (tmp_path / "example.py").write_text(
+        "import mlflowish\nfrom components.recording.reads import get_run\n"
+        "from .mlflow import x\nname = 'mlflow'")
+    assert not list(mlflow_imports(tmp_path / "example.py", tmp_path))

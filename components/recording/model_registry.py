@@ -11,8 +11,7 @@ from mlflow.tracking import MlflowClient
 
 from components.recording.metric_names import run_metrics
 from components.recording.model_export import logged_model_uri
-
-CHAMPION = "champion"
+from components.recording.names import CHAMPION
 
 
 def register_link_model(run_id: str, name: str, metric: str) -> str:

@@ -3,7 +3,15 @@ command, a seed or a sweep's trial records into starts and ends here."""
 import mlflow
 from mlflow.tracking import MlflowClient
 
-EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+from components.recording.names import EXPERIMENT_KIND_TAG
+
+ActiveRun = mlflow.ActiveRun  # what start_run returns, for annotations elsewhere
+
+
+def use_tracking_uri(uri: str) -> None:
+    """Records to and reads from the tracking store ``uri`` (a process of its
+    own, such as a sweep's trial, starts without the driver's)."""
+    mlflow.set_tracking_uri(uri)
 
 
 def open_experiment(name: str, artifact_location: str | None = None) -> str:
@@ -39,10 +47,10 @@ def end_run(status: str = "FINISHED", tags: dict[str, object] | None = None) -> 
     mlflow.end_run(status=status)
 
 
-def end_other_run(client: MlflowClient, run_id: str, status: str,
-                  tags: dict[str, str]) -> None:
+def end_other_run(run_id: str, status: str, tags: dict[str, str]) -> None:
     """Ends a run that is not active in this process (a sweep's trial, a
     seed) with ``status``, tagged with ``tags``."""
+    client = MlflowClient()
     for key, value in tags.items():
         client.set_tag(run_id, key, value)
     client.set_terminated(run_id, status=status)

@@ -19,22 +19,22 @@ from mlflow.tracking import MlflowClient
 from ray import tune
 
 from components.recording.metric_names import logged_metrics, run_metrics
-from components.recording.plots import plot_metric_by_setting
-from components.recording.tracking import (
+from components.recording.names import (
+    BEST_TRIAL_TAG,
+    CHECKPOINTS_TAG,
     DESCRIPTION_TAG,
     FAILURE_TAG,
     INTERRUPTED_TAG,
-    log_validation_curves,
+    OUTCOME_TAG,
+    STOPPED_EARLY_TAG,
+    TRIAL_TAG,
 )
+from components.recording.plots import plot_metric_by_setting
+from components.recording.reads import child_runs
+from components.recording.tracking import log_validation_curves
 from components.storage.location import location
-from components.training.checkpoints import CHECKPOINTS_TAG
 from components.training.report import EPOCH
 
-TRIAL_TAG = "plnlp.trial_id"
-OUTCOME_TAG = "plnlp.trial_outcome"
-STOPPED_EARLY_TAG = "stopped_early"
-BEST_TRIAL_TAG = "best_trial_run_id"
-PARENT_TAG = "mlflow.parentRunId"
 REASON_CHARS = 2000  # of a failed trial's reason, kept with its outcome
 
 
@@ -119,7 +119,7 @@ def record_outcome(parent_run_id: str, outcome: TrialOutcome,
     before opening one gets one, logged by ``log_settings``); the run is
     closed later, by :func:`close_trial_runs`, once the trial's process has
     let go of it."""
-    run = trial_runs(MlflowClient(), parent_run_id).get(outcome.trial_id) \
+    run = trial_runs(parent_run_id).get(outcome.trial_id) \
         or _open_failed_trial_run(parent_run_id, outcome, log_settings)
     MlflowClient().set_tag(run.info.run_id, OUTCOME_TAG, outcome.to_json())
 
@@ -127,7 +127,7 @@ def record_outcome(parent_run_id: str, outcome: TrialOutcome,
 def recorded_outcomes(parent_run_id: str) -> dict[str, tuple[TrialOutcome, Run]]:
     """The trials of the sweep that ended, in the order Tune named them:
     each one's outcome and child run. A trial an interrupt stopped has none."""
-    runs = trial_runs(MlflowClient(), parent_run_id).values()
+    runs = trial_runs(parent_run_id).values()
     ended = [(TrialOutcome.from_json(run.data.tags[OUTCOME_TAG]), run) for run in runs
              if OUTCOME_TAG in run.data.tags]
     return {outcome.trial_id: (outcome, run)
@@ -137,7 +137,7 @@ def recorded_outcomes(parent_run_id: str) -> dict[str, tuple[TrialOutcome, Run]]
 def unfinished_trial_run(parent_run_id: str, trial_id: str) -> str | None:
     """The child run of ``trial_id`` that an interrupt stopped (it has no
     outcome), which the trial of a resumed sweep goes on in."""
-    run = trial_runs(MlflowClient(), parent_run_id).get(trial_id)
+    run = trial_runs(parent_run_id).get(trial_id)
     return run.info.run_id if run is not None and OUTCOME_TAG not in run.data.tags else None
 
 
@@ -167,17 +167,10 @@ def close_trial_runs(parent_run_id: str) -> tuple[dict[str, TrialOutcome], dict[
     return outcomes, run_ids
 
 
-def trial_runs(client: MlflowClient, parent_run_id: str) -> dict[str, Run]:
+def trial_runs(parent_run_id: str) -> dict[str, Run]:
     """The sweep's child runs, by their trial's id."""
-    return {run.data.tags[TRIAL_TAG]: run for run in child_runs(client, parent_run_id)
+    return {run.data.tags[TRIAL_TAG]: run for run in child_runs(parent_run_id)
             if TRIAL_TAG in run.data.tags}
-
-
-def child_runs(client: MlflowClient, parent_run_id: str) -> list:
-    """The runs nested under ``parent_run_id``."""
-    parent = client.get_run(parent_run_id)
-    return client.search_runs([parent.info.experiment_id],
-                              filter_string=f"tags.`{PARENT_TAG}` = '{parent_run_id}'")
 
 
 def _open_failed_trial_run(parent_run_id: str, outcome: TrialOutcome,

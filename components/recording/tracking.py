@@ -15,20 +15,21 @@ from mlflow.tracking import MlflowClient
 from components.artifacts import DatasetArtifact, TrainArtifact
 from components.load import REPORT_FILE
 from components.recording.metric_names import logged_metrics, natural_order
+from components.recording.names import (
+    CONFIG_FILE,
+    DATA_ROOT_TAG,
+    DATASET_TAG,
+    DESCRIPTION_TAG,
+    FAILURE_TAG,
+    INTERRUPTED_TAG,
+    WORK_DIR_TAG,
+)
 from components.recording.plots import plot_learning_curve, plot_validation_curves
 from components.storage.location import local_copy
 from components.storage.parquet_io import NODE_IDS_FILE
 from components.storage.stage_cache import local_entry
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.own_graph import GraphReport
-
-FAILURE_TAG = "failure_reason"
-INTERRUPTED_TAG = "interrupted_at_epoch"
-# what ``--resume RUN_ID`` finds again from any folder (see :func:`log_sources`)
-DATASET_TAG = "plnlp.dataset"
-DATA_ROOT_TAG = "plnlp.data_root"
-WORK_DIR_TAG = "plnlp.work_dir"
-DESCRIPTION_TAG = "mlflow.note.content"  # the run page's Description, in Markdown
 
 
 def log_config(config: PLNLPConfig, extra: dict[str, object],
@@ -44,7 +45,7 @@ def log_config(config: PLNLPConfig, extra: dict[str, object],
     mlflow.log_params({key: "null" if value is None else value
                        for key, value in {**shaping, **extra}.items()})
     settings = {key: value for key, value in config.to_dict().items() if key not in exclude}
-    mlflow.log_text(yaml.safe_dump(settings, sort_keys=False), "config.yaml")
+    mlflow.log_text(yaml.safe_dump(settings, sort_keys=False), CONFIG_FILE)
 
 
 def log_sources(dataset: str, data_root: str, work_dir: str | None) -> None:

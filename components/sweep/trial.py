@@ -6,15 +6,15 @@ import contextlib
 import queue
 import threading
 
-import mlflow
 import ray
 import ray.train
 from ray import tune
 from ray.util.queue import Queue
 
 from components.artifacts import DatasetArtifact
-from components.recording.runs import start_run
-from components.recording.sweep_tracking import TRIAL_TAG, trial_run_name, unfinished_trial_run
+from components.recording.names import TRIAL_TAG
+from components.recording.runs import ActiveRun, start_run, use_tracking_uri
+from components.recording.sweep_tracking import trial_run_name, unfinished_trial_run
 from components.recording.tracking import log_config
 from components.sweep.reporter import CONTROLLER, EPOCH, SweepReporter
 from components.train_and_evaluate import train_and_evaluate
@@ -77,7 +77,7 @@ class SweepTrial(tune.Trainable):
         if self.alone:
             reporters.append(AwaitDecision(self.reports, self.stop))
         try:
-            mlflow.set_tracking_uri(options["tracking_uri"])
+            use_tracking_uri(options["tracking_uri"])
             with self._trial_run() as run:
                 if not run.data.params:  # a new run: one going on holds its settings
                     log_config(config, options["params"])
@@ -89,7 +89,7 @@ class SweepTrial(tune.Trainable):
         except BaseException as error:  # re-raised by step, which Tune watches
             self.error = error
 
-    def _trial_run(self) -> mlflow.ActiveRun:
+    def _trial_run(self) -> ActiveRun:
         """The trial's child run: the one an interrupt stopped, else a new one."""
         options = self.options
         stopped = unfinished_trial_run(options["parent_run_id"], self.trial_id)

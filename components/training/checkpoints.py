@@ -34,7 +34,6 @@ SHAPES_FILE = "shapes.json"
 TIMING_FILE = "timing.json"
 MANIFEST_FILE = "files-{rank}.json"
 CHECKPOINT_PREFIX = "checkpoint_epoch_"
-CHECKPOINTS_TAG = "plnlp.checkpoints"
 
 
 def checkpoint_root(work_dir: str | None) -> Location:

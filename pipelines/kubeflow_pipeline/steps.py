@@ -26,11 +26,11 @@ from components.train_and_evaluate import (
 )
 from components.training.checkpoints import checkpoint_root
 from pipelines.kubeflow_pipeline.step_request import step_request
+from pipelines.load_stage import load_stage
 from pipelines.planning.request import RunRequest
 from pipelines.planning.run_plan import graph_source, plan_run
 from pipelines.runtime.console import quiet_console
 from pipelines.runtime.job import execute, prepare
-from pipelines.runtime.load_stage import load_stage
 from plnlp_core.config import PLNLPConfig
 
 CONFIG_FILE = "config.yaml"

@@ -5,20 +5,22 @@ is all it needs, from any folder."""
 import dataclasses
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import mlflow
-import yaml
-from mlflow.entities import Run
-from mlflow.exceptions import MlflowException
-from mlflow.tracking import MlflowClient
-
 from components.recording.metric_names import run_metrics
-from components.recording.tracking import DATA_ROOT_TAG, DATASET_TAG, WORK_DIR_TAG
+from components.recording.names import CHECKPOINTS_TAG, DATA_ROOT_TAG, DATASET_TAG, WORK_DIR_TAG
+from components.recording.reads import (
+    Run,
+    child_runs,
+    experiment_name,
+    find_run,
+    get_run,
+    run_settings,
+    tracking_uri,
+)
 from components.storage.location import is_uri, location
-from components.training.checkpoints import CHECKPOINTS_TAG, SHAPES_FILE
+from components.training.checkpoints import SHAPES_FILE
 from pipelines.planning.presets import parse_overrides
 from pipelines.planning.request import GraphSource, RunPlan, RunRequest
 from pipelines.runtime.mlflow_store import check_tracking_store
@@ -37,12 +39,11 @@ def resumed_run(request: RunRequest, graph: Callable[[str], GraphSource]) -> Run
     with its settings and preset and ``--set`` on top, its data root and
     work folder unless given (the data is the same wherever it is read
     from), and its checkpoints. Looking it up changes nothing in MLflow."""
-    check_tracking_store(mlflow.get_tracking_uri())
+    check_tracking_store(tracking_uri())
     if not request.verbose:  # MLflow's bars for the download of config.yaml
         os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    client = MlflowClient()
     run_id = request.resume
-    run = _get_run(client, run_id)
+    run = find_run(run_id, "give --resume the id of a run of this tracking store (see mlflow ui)")
     tags = run.data.tags
     trained = run.data.params.get("dataset")
     source = graph(request.dataset or tags.get(DATASET_TAG) or trained or "")
@@ -52,13 +53,11 @@ def resumed_run(request: RunRequest, graph: Callable[[str], GraphSource]) -> Run
     if run.info.status == "FINISHED":
         raise PLNLPError(f"run {run_id} has already finished; start a new run instead "
                          "of --resume.")
-    experiment = client.get_experiment(run.info.experiment_id).name
+    experiment = experiment_name(run.info.experiment_id)
     if request.experiment not in (None, experiment):
         raise PLNLPError(f"run {run_id} is in experiment {experiment!r}, not "
                          f"{request.experiment!r}; drop --experiment to go on with it there.")
-    with tempfile.TemporaryDirectory() as folder:
-        settings = yaml.safe_load(Path(client.download_artifacts(run_id, "config.yaml", folder))
-                                  .read_text())
+    settings = run_settings(run_id)
     config = PLNLPConfig.from_mapping({**settings, **parse_overrides(request.overrides)})
     info = config.validate(source.info if source.path is not None else None)
     request = dataclasses.replace(
@@ -68,23 +67,14 @@ def resumed_run(request: RunRequest, graph: Callable[[str], GraphSource]) -> Run
         work_dir=request.work_dir or tags.get(WORK_DIR_TAG))
     resumed = RunPlan(request, config, source, run_id, int(run.data.params.get("runs", 1)))
     if resumed.runs > 1:
-        _read_children(client, run, resumed)
-    runs = [client.get_run(resumed_id) for resumed_id in [run_id, *resumed.children.values()]]
+        _read_children(run, resumed)
+    runs = [get_run(resumed_id) for resumed_id in [run_id, *resumed.children.values()]]
     for each in runs:
         _check_shapes(each, config, info)
     _check_data(run_id, source, request.data_root)
     kept = [each.data.tags[CHECKPOINTS_TAG] for each in runs if CHECKPOINTS_TAG in each.data.tags]
     resumed.checkpoints = location(kept[0]).parent.uri if kept else None
     return resumed
-
-
-def _get_run(client: MlflowClient, run_id: str) -> Run:
-    try:
-        return client.get_run(run_id)
-    except MlflowException as error:
-        raise PLNLPError(f"there is no MLflow run {run_id} at {mlflow.get_tracking_uri()}; "
-                         "give --resume the id of a run of this tracking store (see mlflow "
-                         "ui), or set MLFLOW_TRACKING_URI to the store that holds it.") from error
 
 
 def _usable_root(recorded: str | None, source: GraphSource) -> str | None:
@@ -108,11 +98,8 @@ def _check_data(run_id: str, source: GraphSource, data_root: str | None) -> None
                      "it (or set PLNLP_DATA_ROOT).")
 
 
-def _read_children(client: MlflowClient, parent: Run, resumed: RunPlan) -> None:
-    children = client.search_runs(
-        [parent.info.experiment_id],
-        filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
-    for child in children:
+def _read_children(parent: Run, resumed: RunPlan) -> None:
+    for child in child_runs(parent.info.run_id, parent.info.experiment_id):
         seed = int(child.data.params["seed"])
         resumed.children[seed] = child.info.run_id
         if child.info.status == "FINISHED":

@@ -6,18 +6,22 @@ line's settings on top, or, with ``resume``, the interrupted sweep as its
 run recorded it (looked up in MLflow, imported only then)."""
 import dataclasses
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from components.recording.names import (
+    DATA_ROOT_TAG,
+    DATASET_TAG,
+    SEARCH_SPACE_FILE,
+    TUNE_STATE_TAG,
+    WORK_DIR_TAG,
+)
 from pipelines.planning.presets import load_preset, parse_overrides, read_mapping
 from pipelines.planning.request import GraphFlags, GraphSource
 from pipelines.planning.sweep_space import SearchSpace
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.errors import PLNLPError
 
-# A sweep's run, while it can go on: where its Ray Tune state lives.
-TUNE_STATE_TAG = "plnlp.tune_state"
 # What the sweep's own settings are; --resume takes the sweep's.
 SWEEP_FLAGS = {"overrides": "--set", "num_samples": "--num-samples",
                "max_concurrent": "--max-concurrent", "num_workers": "--num-workers",
@@ -129,8 +133,6 @@ def resumed_request(request: SweepRequest) -> SweepRequest:
     the run id (and the tracking URI) is all it needs, from any folder."""
     if request.resume is None:
         return request
-    from components.recording.tracking import DATA_ROOT_TAG, DATASET_TAG, WORK_DIR_TAG
-
     run = _sweep_run(request.resume)
     tags = run.data.tags
     return dataclasses.replace(
@@ -142,22 +144,14 @@ def resumed_request(request: SweepRequest) -> SweepRequest:
 def _sweep_run(run_id: str) -> object:
     """The MLflow run ``--resume`` names, from a store that must exist
     (reading one creates it), without MLflow's download bars."""
-    import mlflow
-    from mlflow.exceptions import MlflowException
-    from mlflow.tracking import MlflowClient
-
+    from components.recording.reads import find_run, tracking_uri
     from pipelines.runtime.mlflow_store import check_store_exists, check_tracking_store
 
-    check_store_exists(mlflow.get_tracking_uri())
-    check_tracking_store(mlflow.get_tracking_uri())  # a server that does not answer: at once
+    check_store_exists(tracking_uri())
+    check_tracking_store(tracking_uri())  # a server that does not answer: at once
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    try:
-        return MlflowClient().get_run(run_id)
-    except MlflowException as error:
-        raise PLNLPError(f"there is no MLflow run {run_id} at {mlflow.get_tracking_uri()}; "
-                         "give --resume the id of a sweep run of this tracking store (see "
-                         "mlflow ui), or set MLFLOW_TRACKING_URI to the store that holds "
-                         "it.") from error
+    return find_run(run_id, "give --resume the id of a sweep run of this tracking store (see "
+                    "mlflow ui)")
 
 
 def resumed_sweep(request: SweepRequest, source: GraphSource) -> tuple[SearchSpace, str]:
@@ -165,10 +159,10 @@ def resumed_sweep(request: SweepRequest, source: GraphSource) -> tuple[SearchSpa
     must exist: reading one creates it) that swept ``source``'s graph, has
     not finished and still has its Ray Tune state. Returns its search space,
     rebuilt from what the run recorded, and its experiment's name."""
-    from mlflow.tracking import MlflowClient
     from ray import tune
 
-    client = MlflowClient()
+    from components.recording.reads import experiment_name
+
     run = _sweep_run(request.resume)
     params = run.data.params
     if "searched" not in params:
@@ -185,21 +179,18 @@ def resumed_sweep(request: SweepRequest, source: GraphSource) -> tuple[SearchSpa
     if state is None or not tune.Tuner.can_restore(state):
         raise PLNLPError(f"sweep {request.resume} cannot go on: its Ray Tune state is gone "
                          f"({state or 'the sweep recorded none'}); start a new sweep.")
-    return recorded_space(client, run, source), \
-        client.get_experiment(run.info.experiment_id).name
+    return recorded_space(run, source), experiment_name(run.info.experiment_id)
 
 
-def recorded_space(client: object, run: object, source: GraphSource) -> SearchSpace:
+def recorded_space(run: object, source: GraphSource) -> SearchSpace:
     """A sweep's search space as its run recorded it: the file, the counts
     and resources the command line set, and the settings not searched."""
-    import yaml
+    from components.recording.reads import downloaded, run_settings
 
     params = run.data.params
-    with tempfile.TemporaryDirectory() as folder:
-        data = read_mapping(Path(client.download_artifacts(
-            run.info.run_id, "search_space.yaml", folder)), "search space")
-        settings = yaml.safe_load(Path(client.download_artifacts(
-            run.info.run_id, "config.yaml", folder)).read_text())
+    with downloaded(run.info.run_id, SEARCH_SPACE_FILE) as path:
+        data = read_mapping(path, "search space")
+    settings = run_settings(run.info.run_id)
     data["num_samples"] = int(params["num_samples"])
     if params["max_concurrent"] != "cluster":
         data["max_concurrent"] = int(params["max_concurrent"])

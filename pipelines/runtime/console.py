@@ -8,6 +8,7 @@ from collections.abc import Callable
 from urllib.parse import quote, urlencode
 
 from components.recording.metric_names import logged_name, natural_order
+from components.recording.names import PARENT_TAG
 from components.training.startup import describe_startup
 
 # Lines Ray's processes print that say something went wrong.
@@ -137,7 +138,7 @@ def runs_table_page(experiment_id: str, main_metric: str,
     without the query."""
     query = {"workflowType": "machine_learning"}
     if parent_run_id is not None:
-        query["searchFilter"] = f"tags.`mlflow.parentRunId` = '{parent_run_id}'"
+        query["searchFilter"] = f"tags.`{PARENT_TAG}` = '{parent_run_id}'"
     query |= {"orderByKey": f"metrics.`{logged_name(f'final_valid_{main_metric}')}`",
               "orderByAsc": "false"}
     return f"#/experiments/{experiment_id}/runs?{urlencode(query, quote_via=quote)}"
@@ -147,9 +148,9 @@ def ui_link(page: str) -> tuple[str, str]:
     """How to open ``page`` of the MLflow UI: ``("at", its address)`` on the
     tracking server, or ``("with", the command)`` for ``mlflow ui`` on the
     local store."""
-    import mlflow
+    from components.recording.reads import tracking_uri
 
-    uri = mlflow.get_tracking_uri()
+    uri = tracking_uri()
     if uri.startswith("http"):
         return "at", f"{uri.rstrip('/')}/{page}"
     return "with", f"mlflow ui --backend-store-uri {uri}  then http://127.0.0.1:5000/{page}"
@@ -158,13 +159,12 @@ def ui_link(page: str) -> tuple[str, str]:
 def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> None:
     """The block a finished run ends with: its final metrics, the MLflow run,
     and the command that shows it."""
-    import mlflow
-
     from components.recording.metric_names import run_metrics
     from components.recording.model_export import logged_model_uri
+    from components.recording.reads import get_run, tracking_uri
 
-    uri = mlflow.get_tracking_uri()
-    run = mlflow.get_run(run_id)
+    uri = tracking_uri()
+    run = get_run(run_id)
     metrics = run_metrics(run.data.metrics)
     best = metrics.get("best_epoch")
     lines = ["", f"run {run.info.run_name} finished"]

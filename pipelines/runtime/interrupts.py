@@ -12,19 +12,21 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import NoReturn
 
-import mlflow
 import ray
-from mlflow.tracking import MlflowClient
 
+from components.recording.names import (
+    CHECKPOINTS_TAG,
+    FAILURE_TAG,
+    INTERRUPTED_TAG,
+    TUNE_STATE_TAG,
+)
+from components.recording.reads import active_run_info, child_runs, get_run, metric_history
 from components.recording.runs import end_other_run, end_run
-from components.recording.tracking import FAILURE_TAG, INTERRUPTED_TAG
 from components.storage.location import location
-from components.training.checkpoints import CHECKPOINTS_TAG, resumable_epoch
-from pipelines.planning.sweep_plan import TUNE_STATE_TAG
+from components.training.checkpoints import resumable_epoch
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 DESCRIPTIONS = {signal.SIGINT: "SIGINT (Ctrl-C)", signal.SIGTERM: "SIGTERM"}
-EPOCH_TAG = INTERRUPTED_TAG
 _install_handler = signal.signal  # the real one, while ``signal.signal`` is guarded
 _GUARDS: list["SignalGuard"] = []  # the active ones, innermost last
 
@@ -156,15 +158,14 @@ def end_runs_killed(reason: str, since: float | None = None) -> str | None:
     its trials ran side by side, each to its own epoch. Returns what became
     of the outermost run and how to go on: ``run <id> KILLED at epoch <n>;
     go on with: ...``, or for a sweep how many trials ended."""
-    client = MlflowClient() if mlflow.active_run() is not None else None
     outermost, reached = None, 0
-    while (run := mlflow.active_run()) is not None:
-        run_id = run.info.run_id
-        reached = max(reached, epoch_reached(client, run_id),
-                      _kill_stopped_children(client, run_id, reason, since))
-        sweep = TUNE_STATE_TAG in client.get_run(run_id).data.tags
+    while (run := active_run_info()) is not None:
+        run_id = run.run_id
+        reached = max(reached, epoch_reached(run_id),
+                      _kill_stopped_children(run_id, reason, since))
+        sweep = TUNE_STATE_TAG in get_run(run_id).data.tags
         end_run("KILLED", {FAILURE_TAG: reason} if sweep
-                else {FAILURE_TAG: reason, EPOCH_TAG: reached})
+                else {FAILURE_TAG: reason, INTERRUPTED_TAG: reached})
         outermost = _sweep_killed(run_id) if sweep else (
             f"run {run_id} KILLED at epoch {reached}; go on with: python pipelines/run.py "
             f"--resume {run_id}")
@@ -180,35 +181,30 @@ def _sweep_killed(run_id: str) -> str:
             f"go on with --resume {run_id}")
 
 
-def epoch_reached(client: MlflowClient, run_id: str) -> int:
+def epoch_reached(run_id: str) -> int:
     """The epoch ``--resume`` goes on after: for a run that keeps training
     checkpoints (its ``plnlp.checkpoints`` tag), that of the newest one
     every worker finished writing (0 if none), which may be later than the
     last epoch MLflow holds (a report dies with its worker) or earlier (the
     epochs since are trained again); else the largest step of its
     ``train_loss`` history, 0 if none."""
-    run = client.get_run(run_id)
+    run = get_run(run_id)
     storage = run.data.tags.get(CHECKPOINTS_TAG)
     if storage:
         return resumable_epoch(location(storage), int(run.data.params.get("num_workers", 1)))
-    return max((int(m.step) for m in client.get_metric_history(run_id, "train_loss")),
-               default=0)
+    return max((int(m.step) for m in metric_history(run_id, "train_loss")), default=0)
 
 
-def _kill_stopped_children(
-    client: MlflowClient, run_id: str, reason: str, since: float | None,
-) -> int:
+def _kill_stopped_children(run_id: str, reason: str, since: float | None) -> int:
     """Ends the children of ``run_id`` the interrupt stopped as KILLED;
     returns their largest epoch."""
-    children = client.search_runs([client.get_run(run_id).info.experiment_id],
-                                  filter_string=f"tags.mlflow.parentRunId = '{run_id}'")
-    stopped = [child for child in children if child.info.status == "RUNNING" or (
+    stopped = [child for child in child_runs(run_id) if child.info.status == "RUNNING" or (
         since is not None and child.info.status == "FAILED"
         and (child.info.end_time or 0) >= int(since * 1000))]
     reached = 0
     for child in stopped:
-        epoch = epoch_reached(client, child.info.run_id)
-        end_other_run(client, child.info.run_id, "KILLED",
-                      {FAILURE_TAG: reason, EPOCH_TAG: str(epoch)})
+        epoch = epoch_reached(child.info.run_id)
+        end_other_run(child.info.run_id, "KILLED",
+                      {FAILURE_TAG: reason, INTERRUPTED_TAG: str(epoch)})
         reached = max(reached, epoch)
     return reached

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlsplit
 
-import mlflow
 import ray
 import torch
 
+from components.recording.reads import active_run_info, get_run, run_names, tracking_uri
 from components.recording.runs import end_run, mark_training_experiment, open_experiment, start_run
 from components.recording.tracking import clear_failure, mark_failed
 from components.storage.location import Location, check_listable, check_writable, is_uri, location
@@ -48,7 +48,7 @@ def prepare(validate: Callable[[], T], workers: WorkerGroup, verbose: bool = Tru
     guard = SignalGuard()
     try:
         with guard:
-            check_tracking_store(mlflow.get_tracking_uri())
+            check_tracking_store(tracking_uri())
             value = validate()
             check_storage(work_dir, data_root)
             if workers.num_workers < 1 or workers.cpus_per_worker < 1:
@@ -97,7 +97,7 @@ def execute(
     guard, work = SignalGuard(), None
     try:
         with guard:
-            with tracking_store_lock(mlflow.get_tracking_uri()):
+            with tracking_store_lock(tracking_uri()):
                 experiment_id = use_experiment(experiment)  # of two at once, one makes tables
             mark_training_experiment()
             work = location(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
@@ -130,7 +130,7 @@ def use_experiment(name: str) -> str:
     default is ``./mlruns`` under the current folder, which under ``ray job
     submit`` is Ray's job folder, deleted later. A server keeps its default.
     Returns the experiment's id."""
-    uri = mlflow.get_tracking_uri()
+    uri = tracking_uri()
     store = local_store_path(uri) if urlsplit(uri).scheme == "sqlite" else None
     return open_experiment(name, None if store is None
                            else (store.resolve().parent / "mlartifacts").as_uri())
@@ -139,9 +139,7 @@ def use_experiment(name: str) -> str:
 def distinct_run_name(experiment_id: str, name: str) -> str:
     """``name``, or ``name-2``, ``name-3``, ... when the experiment has a
     run of that name already, so that the UI tells reruns apart."""
-    quoted = name.replace("'", "\\'")
-    taken = {run.info.run_name for run in mlflow.MlflowClient().search_runs(
-        [experiment_id], filter_string=f"attributes.run_name LIKE '{quoted}%'")}
+    taken = run_names(experiment_id, name)
     suffix = 1
     while (candidate := name if suffix == 1 else f"{name}-{suffix}") in taken:
         suffix += 1
@@ -209,5 +207,5 @@ def gpu_out_of_memory_reason(error: BaseException, params: dict[str, str]) -> st
 
 def _active_params() -> dict[str, str]:
     """The settings the innermost active MLflow run recorded."""
-    run = mlflow.active_run()
-    return mlflow.get_run(run.info.run_id).data.params if run is not None else {}
+    run = active_run_info()
+    return get_run(run.run_id).data.params if run is not None else {}

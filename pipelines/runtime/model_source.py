@@ -6,11 +6,18 @@ model). Loading a model runs the code logged with it
 tracking server."""
 import re
 
-import mlflow
-from mlflow.exceptions import MlflowException
-from mlflow.tracking import MlflowClient
-
 from components.recording.model_export import MODEL_ARTIFACT, logged_model_uri
+from components.recording.reads import (
+    ELSEWHERE,
+    child_runs,
+    find_run,
+    has_logged_model,
+    load_python_model,
+    model_versions,
+    registered_model,
+    registered_model_names,
+    tracking_uri,
+)
 from pipelines.runtime.mlflow_store import check_store_exists
 from plnlp_core.errors import PLNLPError
 from plnlp_core.scoring.link_scorer import LinkScorer
@@ -19,13 +26,12 @@ _RUN = re.compile(r"^runs:/(?P<run>[^/]+)/(?P<path>.+)$")
 _ALIAS = re.compile(r"^models:/(?P<name>[^@/]+)@(?P<alias>.+)$")
 _VERSION = re.compile(r"^models:/(?P<name>[^@/]+)/(?P<version>\d+)$")
 _LOGGED = re.compile(r"^models:/(?P<id>m-[0-9a-f]+)$")
-_ELSEWHERE = "or set MLFLOW_TRACKING_URI to the store that holds it"
 
 
 def load_scorer(uri: str) -> LinkScorer:
     """The :class:`LinkScorer` of the model ``uri`` names (see :func:`check_model_uri`)."""
     check_model_uri(uri)
-    return mlflow.pyfunc.load_model(uri).unwrap_python_model().scorer
+    return load_python_model(uri).scorer
 
 
 def check_model_uri(uri: str) -> None:
@@ -33,28 +39,23 @@ def check_model_uri(uri: str) -> None:
     run, a heuristic's run, a run of several seeds, an unknown registered
     name, alias or version; a local store that does not exist is refused
     before MLflow would create it."""
-    check_store_exists(mlflow.get_tracking_uri())
-    client = MlflowClient()
+    check_store_exists(tracking_uri())
     if match := _LOGGED.match(uri):
-        _check_logged(client, match["id"])
+        _check_logged(match["id"])
     elif match := _RUN.match(uri):
-        _check_run(client, match["run"], match["path"])
+        _check_run(match["run"], match["path"])
     elif match := _ALIAS.match(uri):
-        _check_alias(client, match["name"], match["alias"])
+        _check_alias(match["name"], match["alias"])
     elif match := _VERSION.match(uri):
-        _check_version(client, match["name"], match["version"])
+        _check_version(match["name"], match["version"])
     else:
         raise PLNLPError(f"--model {uri!r} is not a model URI; give runs:/<run id>/model, "
                          "models:/<name>@<alias>, models:/<name>/<version> or "
                          "models:/<model id>.")
 
 
-def _check_run(client: MlflowClient, run_id: str, path: str) -> None:
-    try:
-        run = client.get_run(run_id)
-    except MlflowException:
-        raise PLNLPError(f"there is no run {run_id} in {mlflow.get_tracking_uri()}; copy the "
-                         f"run id from the run's summary or the MLflow UI, {_ELSEWHERE}.") from None
+def _check_run(run_id: str, path: str) -> None:
+    run = find_run(run_id, "copy the run id from the run's summary or the MLflow UI")
     kind = run.data.params.get("model", "plnlp")
     if kind != "plnlp":
         raise PLNLPError(f"run {run_id} scored pairs with {kind}, which has no model to load; "
@@ -64,8 +65,7 @@ def _check_run(client: MlflowClient, run_id: str, path: str) -> None:
                          f"{path!r}.")
     if logged_model_uri(run_id) is not None:
         return
-    seeds = client.search_runs([run.info.experiment_id],
-                               filter_string=f"tags.mlflow.parentRunId = '{run_id}'")
+    seeds = child_runs(run_id, run.info.experiment_id)
     if seeds:
         raise PLNLPError(f"run {run_id} trained {len(seeds)} seeds, each with its own model; "
                          f"give one of theirs, e.g. runs:/{seeds[0].info.run_id}/model, or "
@@ -74,36 +74,33 @@ def _check_run(client: MlflowClient, run_id: str, path: str) -> None:
                      "run logs one; train it to the end, or --resume it.")
 
 
-def _check_logged(client: MlflowClient, model_id: str) -> None:
-    try:
-        client.get_logged_model(model_id)
-    except MlflowException:
-        raise PLNLPError(f"there is no logged model {model_id} in {mlflow.get_tracking_uri()}; "
-                         "copy its id from the run's Artifacts or Models tab, "
-                         f"{_ELSEWHERE}.") from None
+def _check_logged(model_id: str) -> None:
+    if not has_logged_model(model_id):
+        raise PLNLPError(f"there is no logged model {model_id} in {tracking_uri()}; "
+                         f"copy its id from the run's Artifacts or Models tab, {ELSEWHERE}.")
 
 
-def _check_alias(client: MlflowClient, name: str, alias: str) -> None:
-    model = _registered(client, name)
+def _check_alias(name: str, alias: str) -> None:
+    model = _registered(name)
     if alias not in model.aliases:
         known = ", ".join(sorted(model.aliases)) or "none"
         raise PLNLPError(f"registered model {name!r} has no alias {alias!r} (its aliases: "
                          f"{known}); use one of them or models:/{name}/<version>.")
 
 
-def _check_version(client: MlflowClient, name: str, version: str) -> None:
-    _registered(client, name)
-    versions = sorted(int(v.version) for v in client.search_model_versions(f"name = '{name}'"))
+def _check_version(name: str, version: str) -> None:
+    _registered(name)
+    versions = model_versions(name)
     if int(version) not in versions:
         raise PLNLPError(f"registered model {name!r} has no version {version} (it has "
                          f"{', '.join(map(str, versions)) or 'none'}).")
 
 
-def _registered(client: MlflowClient, name: str) -> object:
-    try:
-        return client.get_registered_model(name)
-    except MlflowException:
-        names = ", ".join(sorted(m.name for m in client.search_registered_models())) or "none"
-        raise PLNLPError(f"there is no registered model {name!r} in "
-                         f"{mlflow.get_tracking_uri()} (registered: {names}); register one "
-                         f"with pipelines/run.py --register NAME, {_ELSEWHERE}.") from None
+def _registered(name: str) -> object:
+    model = registered_model(name)
+    if model is None:
+        names = ", ".join(registered_model_names()) or "none"
+        raise PLNLPError(f"there is no registered model {name!r} in {tracking_uri()} "
+                         f"(registered: {names}); register one with pipelines/run.py "
+                         f"--register NAME, {ELSEWHERE}.")
+    return model

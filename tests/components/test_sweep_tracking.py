@@ -5,9 +5,14 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 import components.recording.tracking as tracking
-from components.recording.sweep_tracking import (
+from components.recording.names import (
+    DESCRIPTION_TAG,
+    FAILURE_TAG,
+    INTERRUPTED_TAG,
     STOPPED_EARLY_TAG,
     TRIAL_TAG,
+)
+from components.recording.sweep_tracking import (
     TrialOutcome,
     close_trial_runs,
     log_sweep_summary,
@@ -16,7 +21,6 @@ from components.recording.sweep_tracking import (
     trial_table,
     unfinished_trial_run,
 )
-from components.recording.tracking import DESCRIPTION_TAG, FAILURE_TAG, INTERRUPTED_TAG
 
 
 def open_trial_run(trial_id: str, values: list[float]) -> str:

@@ -3,7 +3,8 @@ page shows first."""
 import mlflow
 from mlflow.tracking import MlflowClient
 
-from components.recording.tracking import DESCRIPTION_TAG, describe_run, run_description
+from components.recording.names import DESCRIPTION_TAG
+from components.recording.tracking import describe_run, run_description
 
 FINAL = {"final_valid_hits_20": 0.0406, "final_test_hits_20": 0.009,
          "final_valid_hits_100": 0.1383, "final_test_hits_100": 0.0836}

@@ -6,7 +6,8 @@ from pathlib import Path
 import mlflow
 import yaml
 
-from components.training.checkpoints import CHECKPOINTS_TAG, SHAPES_FILE
+from components.recording.names import CHECKPOINTS_TAG
+from components.training.checkpoints import SHAPES_FILE
 from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS

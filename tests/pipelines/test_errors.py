@@ -34,15 +34,19 @@ from ray.core.generated import gcs_service_pb2
 import pipelines.runtime.interrupts
 import pipelines.runtime.ray_cluster
 from components.artifacts import DatasetMeta
-from components.recording.sweep_tracking import OUTCOME_TAG, TRIAL_TAG, TrialOutcome
-from components.recording.tracking import FAILURE_TAG
+from components.recording.names import (
+    FAILURE_TAG,
+    INTERRUPTED_TAG,
+    OUTCOME_TAG,
+    TRIAL_TAG,
+    TUNE_STATE_TAG,
+)
+from components.recording.sweep_tracking import TrialOutcome
 from pipelines.planning.presets import load_preset
 from pipelines.planning.sweep_space import SearchSpace
 from pipelines.run import main as run_main
 from pipelines.runtime import job
-from pipelines.runtime.interrupts import EPOCH_TAG
 from pipelines.standin import main as standin_main
-from pipelines.tune import TUNE_STATE_TAG
 from pipelines.tune import main as tune_main
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
@@ -216,7 +220,7 @@ ENTRIES: dict[str, Entry] = {
     "model-uri-malformed": predict("--model 'links' is not a model URI; give runs:/<run id>/model"),
     "model-store-missing": Entry("there is no MLflow store at sqlite:", 2, "none",
                                  "test_predict_refuses_a_store_that_does_not_exist_and_makes_none"),
-    "model-run-unknown": predict("there is no run 0123 in sqlite:"),
+    "model-run-unknown": predict("there is no MLflow run 0123 at sqlite:"),
     "model-logged-unknown": predict("there is no logged model m-0123abcd in sqlite:"),
     "model-run-heuristic": predict("scored pairs with heuristic:cn, which has no model to load"),
     "model-run-path": predict("not 'checkpoint'."),
@@ -1286,7 +1290,7 @@ def test_an_interrupt_kills_the_active_runs_with_the_epoch_reached(signum, mlflo
     assert {name: r.info.status for name, r in runs.items()} == {
         "two-seeds": "KILLED", "seed-0": "FINISHED", "seed-1": "KILLED"}
     for name in ("two-seeds", "seed-1"):
-        assert runs[name].data.tags[EPOCH_TAG] == "3"
+        assert runs[name].data.tags[INTERRUPTED_TAG] == "3"
         assert runs[name].data.tags[FAILURE_TAG].startswith("interrupted by SIG")
     assert {s: signal.getsignal(s) for s in handlers} == handlers  # restored
     assert signal.signal is pipelines.runtime.interrupts._install_handler
@@ -1306,7 +1310,7 @@ def test_an_interrupt_swallowed_by_a_library_still_kills_the_run(mlflow_store, n
         job.execute("swallowed", "sweep", None, swallowing)
     assert exited.value.code == 130
     run = only_run(mlflow_store, "swallowed")
-    assert run.info.status == "KILLED" and run.data.tags[EPOCH_TAG] == "2"
+    assert run.info.status == "KILLED" and run.data.tags[INTERRUPTED_TAG] == "2"
     assert f"KILLED at epoch 2; go on with: python pipelines/run.py --resume {run.info.run_id})" \
         in capsys.readouterr().err
 
@@ -1337,7 +1341,8 @@ def test_an_interrupted_sweep_says_how_many_trials_ended_and_how_to_go_on(
                          f"{sweep_id})")
     assert {name: r.info.status for name, r in runs.items()} == {
         "sweep": "KILLED", "ended": "FINISHED", "running": "KILLED"}
-    assert EPOCH_TAG not in runs["sweep"].data.tags and runs["running"].data.tags[EPOCH_TAG] == "2"
+    assert INTERRUPTED_TAG not in runs["sweep"].data.tags
+    assert runs["running"].data.tags[INTERRUPTED_TAG] == "2"
     assert runs["sweep"].data.tags[FAILURE_TAG] == "interrupted by SIGINT (Ctrl-C)"
 
 
@@ -1414,9 +1419,10 @@ def test_ctrl_c_during_training_kills_the_run_and_a_rerun_finishes(ddi_root, tmp
     client = MlflowClient(f"sqlite:///{database}")
     killed = only_run(f"sqlite:///{database}")
     assert killed.info.status == "KILLED"
-    assert killed.data.tags[EPOCH_TAG] == str(checkpointed_epoch(killed))
+    assert killed.data.tags[INTERRUPTED_TAG] == str(checkpointed_epoch(killed))
     run_id = killed.info.run_id
-    assert f"(run {run_id} KILLED at epoch {killed.data.tags[EPOCH_TAG]}; go on with: python " \
+    epoch = killed.data.tags[INTERRUPTED_TAG]
+    assert f"(run {run_id} KILLED at epoch {epoch}; go on with: python " \
            f"pipelines/run.py --resume {run_id})" in err[0]
     assert killed.data.tags[FAILURE_TAG] == "interrupted by SIGINT (Ctrl-C)"
 
@@ -1448,7 +1454,7 @@ def test_an_interrupted_run_goes_on_from_another_folder_with_only_its_id(ddi_roo
         assert process.wait(timeout=60) == 130, (tmp_path / "first.log").read_text()[-3000:]
     uri = f"sqlite:///{database}"
     killed = only_run(uri, "elsewhere")
-    epoch = int(killed.data.tags[EPOCH_TAG])
+    epoch = int(killed.data.tags[INTERRUPTED_TAG])
     line = next(line for line in (tmp_path / "first.log").read_text().splitlines()
                 if line.startswith("interrupted:"))
     assert line.endswith(f"KILLED at epoch {epoch}; go on with: python pipelines/run.py "
@@ -1498,7 +1504,7 @@ def test_sigterm_to_the_driver_during_training_kills_the_run_with_the_epoch_reac
     assert ENTRIES["interrupted-sigterm"].expected in err[0]
     killed = only_run(f"sqlite:///{database}")
     assert killed.info.status == "KILLED"
-    assert killed.data.tags[EPOCH_TAG] == str(checkpointed_epoch(killed))
+    assert killed.data.tags[INTERRUPTED_TAG] == str(checkpointed_epoch(killed))
     assert killed.data.tags[FAILURE_TAG] == "interrupted by SIGTERM"
 
 # Two runs at once ---------------------------------------------------------------------------
