@@ -1,15 +1,14 @@
 """The command lines' flags, and the one place that turns them into a
 request: ``pipelines/run.py``'s into a :class:`RunRequest` (planned by
 :func:`pipelines.planning.run_plan.plan_run`), ``pipelines/tune.py``'s into a
-:class:`SweepRequest` (planned by :mod:`pipelines.planning.sweep_plan`); and the
+:class:`SweepRequest` (planned by :func:`pipelines.planning.sweep_plan.plan_sweep`); and the
 graph and worker flags that ``pipelines/kubeflow.py`` shares with them. Nothing
 here imports torch, Ray or MLflow, so ``--help`` answers at once."""
 import argparse
 from pathlib import Path
 
 from components.training.workers import WorkerGroup
-from pipelines.planning.request import GraphFlags, RunRequest
-from pipelines.planning.sweep_plan import SweepRequest
+from pipelines.planning.request import GraphFlags, RunRequest, SweepRequest
 from plnlp_core.choices import DEFAULT_SPLIT, HEURISTIC_CHOICES
 from plnlp_core.data.datasets import DATASETS
 

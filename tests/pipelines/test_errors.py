@@ -37,12 +37,12 @@ from components.artifacts import DatasetMeta
 from components.recording.sweep_tracking import OUTCOME_TAG, TRIAL_TAG, TrialOutcome
 from components.recording.tracking import FAILURE_TAG
 from pipelines.planning.presets import load_preset
+from pipelines.planning.sweep_plan import TUNE_STATE_TAG
 from pipelines.planning.sweep_space import SearchSpace
 from pipelines.run import main as run_main
 from pipelines.runtime import job
 from pipelines.runtime.interrupts import EPOCH_TAG
 from pipelines.standin import main as standin_main
-from pipelines.tune import TUNE_STATE_TAG
 from pipelines.tune import main as tune_main
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
@@ -689,7 +689,7 @@ def test_trials_per_gpu_on_a_cluster_without_gpus_is_refused(ray_session, mlflow
 def test_trials_that_do_not_fit_a_gpu_are_refused_naming_how_many_do():
     """Checked once the graph is loaded, against a GPU's memory read on the
     cluster: here a 4 GiB GPU and ddi's ``paper`` sizes."""
-    from pipelines.tune import pack_trials
+    from pipelines.planning.gpu_packing import pack_trials
 
     base = PLNLPConfig.from_mapping({**load_preset("ddi", "paper"), "dataset": "ddi"})
     space = SearchSpace(Path("space.yaml"), base, DATASETS.get("ddi"),

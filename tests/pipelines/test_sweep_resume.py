@@ -16,9 +16,11 @@ import pipelines.runtime.interrupts
 from components.recording.sweep_tracking import OUTCOME_TAG, TRIAL_TAG, TrialOutcome, record_outcome
 from components.recording.tracking import FAILURE_TAG, INTERRUPTED_TAG
 from components.training.checkpoints import CHECKPOINTS_TAG
+from pipelines.planning.sweep_plan import TUNE_STATE_TAG
 from pipelines.planning.sweep_space import SearchSpace
 from pipelines.runtime.interrupts import SignalGuard, library_stops_first
-from pipelines.tune import TUNE_STATE_TAG, fit, main
+from pipelines.runtime.sweep import fit
+from pipelines.tune import main
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from tests.pipelines.test_tune import TINY, sweep_runs, write_space
