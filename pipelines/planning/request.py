@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from components.training.workers import WorkerGroup
-from pipelines.planning.presets import OWN_PRESETS, load_preset
+from pipelines.planning.presets import default_preset, load_preset, presets_file
 from pipelines.planning.sweep_space import Resources, SearchSpace
 from plnlp_core.choices import DEFAULT_SPLIT
 from plnlp_core.config import PLNLPConfig
@@ -136,12 +136,12 @@ class GraphSource:
     @property
     def presets(self) -> str:
         """The presets file: ``<dataset>.yaml``, or ``own.yaml``."""
-        return OWN_PRESETS if self.path is not None else self.info.name
+        return presets_file(self.info.name, self.path is not None)
 
     @property
     def default_preset(self) -> str:
         """``default`` for a graph of one's own, else ``paper``."""
-        return "default" if self.path is not None else "paper"
+        return default_preset(self.path is not None)
 
 
 @dataclass
