@@ -30,15 +30,16 @@ from pipelines.kubeflow_pipeline.cluster import (
     ClusterSettings,
     cluster_problems,
 )
-from pipelines.kubeflow_pipeline.step_request import step_request
-from pipelines.planning.arguments import add_worker_args
+from pipelines.planning.arguments import add_request_args, add_worker_args, shared_request
 from pipelines.planning.run_plan import plan_run
 from plnlp_core.errors import PLNLPError
 
 
 def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
     """The command's flags: ``--compile`` or ``--run-local``, the pipeline's
-    parameters (``pipelines/run.py``'s flags) and the pods' requests."""
+    parameters (``pipelines/run.py``'s flags, shared with it through
+    :func:`~pipelines.planning.arguments.add_request_args`) and the pods'
+    requests."""
     parser = argparse.ArgumentParser(
         prog="pipelines/kubeflow.py",
         description="Compile the PLNLP Kubeflow pipeline, or run it here with kfp's local "
@@ -47,23 +48,17 @@ def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
     action.add_argument("--compile", metavar="FILE.yaml", type=Path,
                         help="write the pipeline's YAML, to upload to Kubeflow Pipelines")
     action.add_argument("--run-local", action="store_true", help="run the pipeline here")
-    parser.add_argument("--dataset", help="as pipelines/run.py's (needed with --run-local; with "
-                                          "--compile: the pipeline's default, else ddi)")
-    parser.add_argument("--preset", default="",
-                        help="as pipelines/run.py's (with --compile: the pipeline's default, "
-                             "else paper with --use-gpu and the dataset's CPU preset without)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE", help="override one setting (repeatable)")
-    parser.add_argument("--data-root", default="",
-                        help="folder or object-store URI holding OGB datasets (with --compile: "
-                             "the pipeline's default)")
-    parser.add_argument("--work-dir", default="",
-                        help="folder or object-store URI (s3://bucket/prefix) for cached stage "
-                             "outputs and checkpoints (with --compile: the pipeline's default)")
-    parser.add_argument("--experiment", default="",
-                        help="MLflow experiment (default: plnlp-<dataset>)")
-    parser.add_argument("--yes", action="store_true",
-                        help="run a preset made for a GPU without one")
+    add_request_args(
+        parser,
+        dataset="as pipelines/run.py's (needed with --run-local; with --compile: the pipeline's "
+                "default, else ddi)",
+        preset="as pipelines/run.py's (with --compile: the pipeline's default, else paper with "
+               "--use-gpu and the dataset's CPU preset without)",
+        data_root="folder or object-store URI holding OGB datasets (with --compile: the "
+                  "pipeline's default)",
+        work_dir="folder or object-store URI (s3://bucket/prefix) for cached stage outputs and "
+                 "checkpoints (with --compile: the pipeline's default)",
+        yes="run a preset made for a GPU without one")
     parser.add_argument("--sweep-space", default="",
                         help="also run pipelines/tune.py on this tune_spaces/*.yaml file")
     parser.add_argument("--num-samples", type=int, default=0,
@@ -90,28 +85,28 @@ def pipeline_arguments(args: argparse.Namespace) -> dict[str, object]:
         raise PLNLPError("--run-local needs --dataset, e.g. --dataset ddi.")
     if args.num_workers < 1 or args.cpus_per_worker < 1:
         raise PLNLPError("--num-workers and --cpus-per-worker must be at least 1.")
-    request = step_request(args.dataset, args.preset or "", args.overrides,
-                           gpus=args.num_workers * args.use_gpu, data_root=args.data_root or "",
-                           work_dir=args.work_dir or "", yes=args.yes,
-                           max_failures=args.max_failures)
+    request = shared_request(args)
     source = plan_run(request).source
     space = Path(args.sweep_space).resolve() if args.sweep_space else None
     if space is not None and not space.is_file():
         raise PLNLPError(f"the sweep space {args.sweep_space} is not a file; give a "
                          "tune_spaces/*.yaml file.")
-    dataset = args.dataset if source.path is None else str(source.path.resolve())
-    return {"dataset": dataset, "preset": args.preset, "overrides": args.overrides,
-            "data_root": _absolute(args.data_root), "work_dir": _absolute(args.work_dir),
-            "experiment": args.experiment, "num_workers": args.num_workers,
-            "cpus_per_worker": args.cpus_per_worker, "gpus": args.num_workers * args.use_gpu,
-            "max_failures": args.max_failures, "yes": args.yes,
-            "sweep_space": str(space or ""), "num_samples": args.num_samples}
+    dataset = request.dataset if source.path is None else str(source.path.resolve())
+    workers = request.workers
+    return {"dataset": dataset, "preset": request.preset or "",
+            "overrides": list(request.overrides), "data_root": _absolute(request.data_root),
+            "work_dir": _absolute(request.work_dir), "experiment": request.experiment or "",
+            "num_workers": workers.num_workers, "cpus_per_worker": workers.cpus_per_worker,
+            "gpus": workers.num_workers * workers.use_gpu, "max_failures": request.max_failures,
+            "yes": request.yes, "sweep_space": str(space or ""), "num_samples": args.num_samples}
 
 
-def _absolute(folder: str) -> str:
+def _absolute(folder: str | None) -> str:
     """A local folder (or ``file://`` URI) as an absolute path; an object
-    store's URI, or "", as it is."""
-    return folder if not folder or is_uri(folder) else location(folder).uri
+    store's URI as it is; none as ""."""
+    if not folder:
+        return ""
+    return folder if is_uri(folder) else location(folder).uri
 
 
 def compiled_defaults(args: argparse.Namespace) -> dict[str, object]:
@@ -119,14 +114,20 @@ def compiled_defaults(args: argparse.Namespace) -> dict[str, object]:
     that a run started with them can run on the pods it gets: without
     ``--use-gpu`` (pods with no GPU) a default preset made for a GPU gives
     way to the dataset's CPU preset, or is refused when it has none."""
-    from pipelines.planning.presets import preset_names, preset_needs_gpu
+    from pipelines.planning.presets import (
+        default_preset,
+        preset_names,
+        preset_needs_gpu,
+        presets_file,
+    )
     from plnlp_core.data.datasets import DATASETS
 
     dataset = args.dataset or "ddi"
-    presets_of = dataset if dataset in DATASETS.names else "own"  # a graph of one's own
-    preset = args.preset or ("paper" if presets_of == dataset else "default")
-    defaults = {"dataset": dataset, "preset": preset, "work_dir": args.work_dir,
-                "data_root": args.data_root, "yes": args.yes,
+    own_graph = dataset not in DATASETS.names  # its path, which need not be here
+    presets_of = presets_file(dataset, own_graph)
+    preset = args.preset or default_preset(own_graph)
+    defaults = {"dataset": dataset, "preset": preset, "work_dir": args.work_dir or "",
+                "data_root": args.data_root or "", "yes": args.yes,
                 "gpus": args.num_workers if args.use_gpu else 0}
     if args.use_gpu or args.yes or not preset_needs_gpu(presets_of, preset):
         return defaults
@@ -157,7 +158,7 @@ def compile_pipeline(args: argparse.Namespace) -> int:
                                 pipeline_parameters=defaults)
     print(f"pipeline written to {args.compile} (image {BASE_IMAGE}); runs with the defaults "
           f"train {defaults['dataset']}'s {defaults['preset']} preset")
-    for problem in cluster_problems(os.environ, args.cache_volume, args.work_dir):
+    for problem in cluster_problems(os.environ, args.cache_volume, args.work_dir or ""):
         print(f"warning: {problem}", file=sys.stderr)
     return 0
 

@@ -91,11 +91,9 @@ def sweep(
     each trial's worker a GPU (the space's resources otherwise)."""
     from pathlib import Path
 
-    from pipelines.planning.sweep_plan import SweepRequest
-    from pipelines.tune import run_sweep
+    from pipelines.kubeflow_pipeline.steps import sweep_step
+    from pipelines.planning.request import SweepRequest
 
-    request = SweepRequest(dataset, Path(space), overrides=tuple(overrides),
-                           num_samples=num_samples or None, data_root=data_root or None,
-                           work_dir=work_dir or None, gpus_per_worker=1 if gpus > 0 else None)
-    if (code := run_sweep(request)) != 0:
-        raise SystemExit(code)
+    sweep_step(SweepRequest(dataset, Path(space), overrides=tuple(overrides),
+                            num_samples=num_samples or None, data_root=data_root or None,
+                            work_dir=work_dir or None, gpus_per_worker=1 if gpus > 0 else None))

@@ -1,6 +1,7 @@
 """A Kubeflow step's typed parameters as the request ``pipelines/run.py``'s
-flags would make (no Ray, MLflow or torch: the command checks the flags with
-it before it imports them)."""
+flags would make (no Ray, MLflow or torch); ``pipelines/kubeflow.py`` makes
+its own from its flags, which it shares with ``run.py``
+(:func:`pipelines.planning.arguments.shared_request`)."""
 from components.training.workers import WorkerGroup
 from pipelines.planning.request import RunRequest
 

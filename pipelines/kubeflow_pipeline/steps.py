@@ -1,6 +1,7 @@
 """What each step of the Kubeflow pipeline does, in plain Python (its kfp
 shells are in ``components.py``): the stages of ``pipelines/run.py`` on the
-folders kfp gives a step for its inputs and outputs. Nothing here imports kfp, whose ``dsl``
+folders kfp gives a step for its inputs and outputs, and the sweep as
+``pipelines/tune.py`` plans and runs it. Nothing here imports kfp, whose ``dsl``
 holds only its artifact types inside a running step.
 
 Each step reads its settings as ``pipelines/run.py`` does, checks the MLflow
@@ -8,6 +9,7 @@ store and starts or joins Ray (``RAY_ADDRESS``) first; a refusal prints one
 ``error:`` line and exits 2, a failed run (marked FAILED in MLflow) exits 1.
 """
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,11 +29,15 @@ from components.train_and_evaluate import (
 from components.training.checkpoints import checkpoint_root
 from pipelines.kubeflow_pipeline.step_request import step_request
 from pipelines.load_stage import load_stage
-from pipelines.planning.request import RunRequest
+from pipelines.planning.request import RunRequest, SweepRequest
 from pipelines.planning.run_plan import graph_source, plan_run
+from pipelines.planning.sweep_plan import plan_sweep
 from pipelines.runtime.console import quiet_console
 from pipelines.runtime.job import execute, prepare
+from pipelines.runtime.process_exit import skip_final_collection
+from pipelines.runtime.sweep import run_sweep
 from plnlp_core.config import PLNLPConfig
+from plnlp_core.errors import PLNLPError
 
 CONFIG_FILE = "config.yaml"
 
@@ -111,6 +117,21 @@ def evaluate_step(splits: str, model: str, run_id: str, experiment: str) -> dict
 
     _, final = _finished(execute(experiment or f"plnlp-{config.dataset}", "", None, job, run_id))
     return final
+
+
+def sweep_step(request: SweepRequest) -> None:
+    """The sweep ``request`` asks for, planned and run as
+    ``pipelines/tune.py`` plans and runs it (see
+    :func:`pipelines.runtime.sweep.run_sweep`); exits 2 when refused, 1
+    when it failed."""
+    skip_final_collection()
+    try:
+        plan = plan_sweep(request)
+    except PLNLPError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if (code := run_sweep(plan)) != 0:
+        raise SystemExit(code)
 
 
 def split_artifact(directory: str) -> DatasetArtifact:

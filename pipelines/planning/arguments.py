@@ -1,15 +1,17 @@
 """The command lines' flags, and the one place that turns them into a
 request: ``pipelines/run.py``'s into a :class:`RunRequest` (planned by
 :func:`pipelines.planning.run_plan.plan_run`), ``pipelines/tune.py``'s into a
-:class:`SweepRequest` (planned by :mod:`pipelines.planning.sweep_plan`); and the
-graph and worker flags that ``pipelines/kubeflow.py`` shares with them. Nothing
-here imports torch, Ray or MLflow, so ``--help`` answers at once."""
+:class:`SweepRequest` (planned by :func:`pipelines.planning.sweep_plan.plan_sweep`);
+and the run's flags that ``pipelines/kubeflow.py`` shares with ``run.py``
+(:func:`add_request_args`, :func:`add_worker_args`), which
+:func:`shared_request` makes a request of. Nothing here imports torch, Ray
+or MLflow, so ``--help`` answers at once."""
 import argparse
+import dataclasses
 from pathlib import Path
 
 from components.training.workers import WorkerGroup
-from pipelines.planning.request import GraphFlags, RunRequest
-from pipelines.planning.sweep_plan import SweepRequest
+from pipelines.planning.request import GraphFlags, RunRequest, SweepRequest
 from plnlp_core.choices import DEFAULT_SPLIT, HEURISTIC_CHOICES
 from plnlp_core.data.datasets import DATASETS
 
@@ -20,12 +22,22 @@ def run_request(argv: list[str] | None = None) -> RunRequest:
     args = parser.parse_args(argv)
     if args.dataset is None and args.resume is None:
         parser.error("the following arguments are required: --dataset (or --resume RUN_ID)")
+    return dataclasses.replace(
+        shared_request(args), config_file=args.config, model=args.model, runs=args.runs,
+        seed=args.seed, graph=graph_flags(args), resume=args.resume, register=args.register,
+        verbose=args.verbose)
+
+
+def shared_request(args: argparse.Namespace) -> RunRequest:
+    """The request the flags of :func:`add_request_args` and
+    :func:`add_worker_args` make (``pipelines/kubeflow.py``'s, and the
+    part of ``pipelines/run.py``'s they are): the other fields their
+    defaults."""
     return RunRequest(
-        dataset=args.dataset, preset=args.preset, config_file=args.config,
-        overrides=tuple(args.overrides), model=args.model, runs=args.runs, seed=args.seed,
-        graph=graph_flags(args), workers=worker_group(args), max_failures=args.max_failures,
+        dataset=args.dataset, preset=args.preset, overrides=tuple(args.overrides),
+        workers=worker_group(args), max_failures=args.max_failures,
         experiment=args.experiment, data_root=args.data_root, work_dir=args.work_dir,
-        resume=args.resume, register=args.register, yes=args.yes, verbose=args.verbose)
+        yes=args.yes)
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -35,18 +47,8 @@ def run_parser() -> argparse.ArgumentParser:
         description="Train and evaluate a PLNLP link predictor on an OGB dataset or a graph of "
                     "your own, on Ray, recording to MLflow.",
     )
-    parser.add_argument("--dataset",
-                        help=f"one of {', '.join(DATASETS.names)}, or the path of your edge list "
-                             "(.csv or .parquet: src, dst[, weight, time]) or of a split folder "
-                             "(train, valid, test files: src, dst, label); with --resume, the "
-                             "run's")
-    parser.add_argument("--preset", help="settings to start from (pipelines/presets/"
-                                         "<dataset>.yaml, own.yaml for your graph); default: "
-                                         "paper, or default for your graph (the edge "
-                                         "level; node for the faster node level)")
+    add_request_args(parser)
     parser.add_argument("--config", type=Path, help="a YAML mapping of settings to override")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE", help="override one setting (repeatable)")
     parser.add_argument("--model", default="plnlp",
                         help="plnlp (default), or a classic heuristic scoring the same pairs: "
                              + ", ".join(f"heuristic:{name}" for name in HEURISTIC_CHOICES))
@@ -54,19 +56,11 @@ def run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, help="first seed (default: the config's)")
     add_graph_args(parser)
     add_worker_args(parser)
-    parser.add_argument("--experiment", help="MLflow experiment (default: plnlp-<dataset>)")
-    parser.add_argument("--data-root", help="folder holding OGB datasets "
-                                            "(default: $PLNLP_DATA_ROOT, else ./data)")
-    parser.add_argument("--work-dir", help="folder for cached stage outputs and checkpoints, "
-                                           "shared by all nodes on a cluster "
-                                           "(default: $PLNLP_CACHE_DIR, else ~/.cache/plnlp)")
     parser.add_argument("--resume", metavar="RUN_ID",
                         help="go on with a stopped or failed run (its MLflow run id) from its "
                              "latest checkpoint, in its experiment, with its settings, dataset, "
                              "data root and work folder (--set may change epochs)")
     add_register_arg(parser)
-    parser.add_argument("--yes", action="store_true",
-                        help="run a preset made for a GPU without one, without asking")
     parser.add_argument("--verbose", action="store_true",
                         help="show Ray's and MLflow's own progress lines too")
     return parser
@@ -124,6 +118,41 @@ def sweep_parser() -> argparse.ArgumentParser:
     add_register_arg(parser)
     add_graph_args(parser)
     return parser
+
+
+REQUEST_HELP = {
+    "dataset": f"one of {', '.join(DATASETS.names)}, or the path of your edge list (.csv or "
+               ".parquet: src, dst[, weight, time]) or of a split folder (train, valid, test "
+               "files: src, dst, label); with --resume, the run's",
+    "preset": "settings to start from (pipelines/presets/<dataset>.yaml, own.yaml for your "
+              "graph); default: paper, or default for your graph (the edge level; node for the "
+              "faster node level)",
+    "overrides": "override one setting (repeatable)",
+    "experiment": "MLflow experiment (default: plnlp-<dataset>)",
+    "data_root": "folder holding OGB datasets (default: $PLNLP_DATA_ROOT, else ./data)",
+    "work_dir": "folder for cached stage outputs and checkpoints, shared by all nodes on a "
+                "cluster (default: $PLNLP_CACHE_DIR, else ~/.cache/plnlp)",
+    "yes": "run a preset made for a GPU without one, without asking",
+}
+"""What the flags of :func:`add_request_args` say in ``pipelines/run.py --help``."""
+
+
+def add_request_args(parser: argparse.ArgumentParser, **helps: str) -> None:
+    """The flags of a run's request that ``pipelines/run.py`` and
+    ``pipelines/kubeflow.py`` share: what is trained (``--dataset``,
+    ``--preset``, ``--set``, ``--yes``) and where it is recorded and kept
+    (``--experiment``, ``--data-root``, ``--work-dir``); ``helps``, by the
+    flags' names in :data:`REQUEST_HELP`, says what some mean in another
+    command."""
+    text = {**REQUEST_HELP, **helps}
+    parser.add_argument("--dataset", help=text["dataset"])
+    parser.add_argument("--preset", help=text["preset"])
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help=text["overrides"])
+    parser.add_argument("--experiment", help=text["experiment"])
+    parser.add_argument("--data-root", help=text["data_root"])
+    parser.add_argument("--work-dir", help=text["work_dir"])
+    parser.add_argument("--yes", action="store_true", help=text["yes"])
 
 
 def add_register_arg(parser: argparse.ArgumentParser) -> None:

@@ -1,15 +1,23 @@
 """How many sweep trials share a GPU: as many as their estimated peak memory
 (:func:`plnlp_core.memory_estimate.peak_gpu_bytes`, the largest over the
 searched sizes) fits in the GPU's, leaving :data:`HEADROOM` of it free; an
-asked-for number that does not fit is refused with one sentence."""
+asked-for number that does not fit is refused with one sentence.
+:func:`pack_trials` gives the trials' new resources, which the sweep's plan
+takes (:meth:`pipelines.planning.request.SweepPlan.with_resources`)."""
+import dataclasses
 import itertools
 import math
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
+from pipelines.planning.sweep_space import Resources, SearchSpace
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DatasetInfo
 from plnlp_core.errors import PLNLPError
 from plnlp_core.memory_estimate import MIB, peak_gpu_bytes
+
+if TYPE_CHECKING:
+    from components.artifacts import DatasetMeta
 
 HEADROOM = 0.1
 """The fraction of a GPU's memory left free of the trials' estimates."""
@@ -18,6 +26,23 @@ SIZE_SETTINGS = ("embedding_dim", "hidden_channels", "encoder_layers", "predicto
                  "encoder_level", "encoder", "predictor", "node_input")
 """The settings the estimate reads, whose searched values make a trial larger."""
 MOST_VARIANTS = 64
+
+
+def pack_trials(trials_per_gpu: int | str, space: SearchSpace, meta: "DatasetMeta",
+                gpu_bytes: int) -> tuple[Resources, str]:
+    """Each trial's resources with ``1 / N`` of a GPU of ``gpu_bytes``: N as
+    many as fit with ``--trials-per-gpu auto``, else the number given,
+    refused when it does not fit; and the line that says the packing.
+    ``meta`` describes the loaded graph; ``space`` is left as it is."""
+    trial = trial_peak_bytes(space.base, space.searched, meta.dataset_info(), meta.num_nodes,
+                             meta.num_train_edges)
+    resources = space.resources
+    if trials_per_gpu == "auto":
+        trials_per_gpu = packed_trials(trial, gpu_bytes)
+        resources = dataclasses.replace(resources, gpus_per_worker=1 / trials_per_gpu)
+    else:
+        check_packing(trials_per_gpu, trial, gpu_bytes)
+    return resources, describe(trials_per_gpu, trial, gpu_bytes)
 
 
 def trial_peak_bytes(base: PLNLPConfig, searched: dict[str, dict], info: DatasetInfo,

@@ -15,6 +15,18 @@ NEEDS_GPU = "needs_gpu"
 OWN_PRESETS = "own"  # pipelines/presets/own.yaml: the presets of graphs of one's own
 
 
+def presets_file(dataset: str, own_graph: bool) -> str:
+    """The presets file of a run of ``dataset``: ``<dataset>.yaml``, or
+    ``own.yaml`` for a graph of one's own."""
+    return OWN_PRESETS if own_graph else dataset
+
+
+def default_preset(own_graph: bool) -> str:
+    """The preset a run starts from unless told: ``default`` for a graph of
+    one's own (its edge level), else ``paper``."""
+    return "default" if own_graph else "paper"
+
+
 def load_preset(dataset: str, preset: str) -> dict[str, object]:
     """The settings of ``preset`` in ``pipelines/presets/<dataset>.yaml``
     (without its ``needs_gpu`` mark, see :func:`preset_needs_gpu`)."""

@@ -1,13 +1,18 @@
-"""What a run is asked to do and what it will do: a :class:`RunRequest`
-(the typed form of ``pipelines/run.py``'s flags, or of a Kubeflow step's
-parameters) and the :class:`RunPlan` that
-:func:`pipelines.planning.run_plan.plan_run` makes of it. Nothing here
+"""What a run or a sweep is asked to do and what it will do: a
+:class:`RunRequest` (the typed form of ``pipelines/run.py``'s flags, or of a
+Kubeflow step's parameters) and the :class:`RunPlan` that
+:func:`pipelines.planning.run_plan.plan_run` makes of it; a
+:class:`SweepRequest` (``pipelines/tune.py``'s flags, or the Kubeflow sweep
+step's parameters) and the :class:`SweepPlan` that
+:func:`pipelines.planning.sweep_plan.plan_sweep` makes of it. Nothing here
 imports torch, Ray or MLflow."""
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from components.training.workers import WorkerGroup
-from pipelines.planning.presets import OWN_PRESETS, load_preset
+from pipelines.planning.presets import default_preset, load_preset, presets_file
+from pipelines.planning.sweep_space import Resources, SearchSpace
 from plnlp_core.choices import DEFAULT_SPLIT
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DatasetInfo
@@ -73,6 +78,54 @@ class RunRequest:
 
 
 @dataclass(frozen=True)
+class SweepRequest:
+    """What a sweep is asked to do: the flags of ``pipelines/tune.py``.
+
+    Attributes:
+        dataset (str, optional): An OGB dataset's name, or the path of one's
+            own graph (with ``resume``, the sweep's by default).
+        space (Path, optional): The ``tune_spaces/*.yaml`` file (a new sweep).
+        resume (str, optional): The interrupted sweep's MLflow run that goes on.
+        overrides (tuple): ``KEY=VALUE`` settings fixed for every trial.
+        num_samples (int, optional): Trials (default: the space's).
+        max_concurrent (int, optional): Trials at once (default: the space's,
+            else what the cluster holds).
+        num_workers (int, optional): Ray Train workers per trial.
+        cpus_per_worker (int, optional): CPUs each trial's worker holds.
+        gpus_per_worker (float, optional): GPUs each trial's worker holds.
+        trials_per_gpu (int or str, optional): Trials sharing each GPU (a
+            worker holds ``1 / trials_per_gpu`` of one), or ``auto``: as many
+            as fit (see :mod:`pipelines.planning.gpu_packing`).
+        max_failures (int): Restarts of a trial's dead worker group.
+        experiment (str, optional): The MLflow experiment.
+        data_root (str, optional): The folder or URI holding OGB datasets.
+        work_dir (str, optional): The folder or URI of stage outputs,
+            checkpoints and Ray Tune's state.
+        register (str, optional): The registered model the best trial joins.
+        graph (GraphFlags): How a graph of one's own is read.
+        verbose (bool): Show Ray's, Tune's and MLflow's own lines.
+    """
+
+    dataset: str | None
+    space: Path | None = None
+    resume: str | None = None
+    overrides: tuple[str, ...] = ()
+    num_samples: int | None = None
+    max_concurrent: int | None = None
+    num_workers: int | None = None
+    cpus_per_worker: int | None = None
+    gpus_per_worker: float | None = None
+    trials_per_gpu: int | str | None = None
+    max_failures: int = 3
+    experiment: str | None = None
+    data_root: str | None = None
+    work_dir: str | None = None
+    register: str | None = None
+    graph: GraphFlags = GraphFlags()
+    verbose: bool = False
+
+
+@dataclass(frozen=True)
 class GraphSource:
     """What ``--dataset`` names: an OGB dataset, or (with ``path``) a graph
     of one's own, an edge list or a split folder."""
@@ -83,12 +136,12 @@ class GraphSource:
     @property
     def presets(self) -> str:
         """The presets file: ``<dataset>.yaml``, or ``own.yaml``."""
-        return OWN_PRESETS if self.path is not None else self.info.name
+        return presets_file(self.info.name, self.path is not None)
 
     @property
     def default_preset(self) -> str:
         """``default`` for a graph of one's own, else ``paper``."""
-        return "default" if self.path is not None else "paper"
+        return default_preset(self.path is not None)
 
 
 @dataclass
@@ -160,3 +213,45 @@ class RunPlan:
             return {"model": self.model, "preset": self.preset}
         return {"model": self.model, "preset": self.preset, "runs": self.runs,
                 "max_failures": self.request.max_failures, **asdict(self.request.workers)}
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What a sweep does.
+
+    Attributes:
+        request (SweepRequest): What it was asked; with ``resume``, with the
+            dataset, data root and work folder the sweep's run recorded
+            where the flags said nothing.
+        source (GraphSource): Its graph.
+        space (SearchSpace): Its checked search space: the ``--space`` file
+            with the command line's settings on top, or the resumed sweep's
+            as its run recorded it; each trial's resources among them.
+        experiment (str): The MLflow experiment: ``--experiment``, else
+            ``plnlp-<dataset>-tune``, or the resumed sweep's.
+    """
+
+    request: SweepRequest
+    source: GraphSource
+    space: SearchSpace
+    experiment: str
+
+    @property
+    def run_id(self) -> str | None:
+        """The sweep's MLflow run that goes on (``resume``)."""
+        return self.request.resume
+
+    @property
+    def run_name(self) -> str:
+        """The name of a new sweep's MLflow run: ``<dataset>-sweep``."""
+        return f"{self.source.info.name}-sweep"
+
+    @property
+    def resources(self) -> Resources:
+        """What each trial's training holds."""
+        return self.space.resources
+
+    def with_resources(self, resources: Resources) -> "SweepPlan":
+        """This plan with each trial holding ``resources`` (the GPU share
+        :func:`pipelines.planning.gpu_packing.pack_trials` gives)."""
+        return dataclasses.replace(self, space=self.space.with_resources(resources))

@@ -1,12 +1,14 @@
-"""What a sweep is asked to do and what it will do: a :class:`SweepRequest`
-(the typed form of ``pipelines/tune.py``'s flags, or of the Kubeflow sweep
-step's parameters) becomes the :class:`~pipelines.planning.sweep_space.SearchSpace`
-to run and its MLflow experiment: the ``--space`` file with the command
-line's settings on top, or, with ``resume``, the interrupted sweep as its
-run recorded it (looked up in MLflow, imported only then)."""
+"""How a :class:`~pipelines.planning.request.SweepRequest` becomes, in one
+pass of :func:`plan_sweep`, a :class:`~pipelines.planning.request.SweepPlan`:
+the graph it names, the :class:`~pipelines.planning.sweep_space.SearchSpace`
+to run with each trial's resources, and its MLflow experiment: the
+``--space`` file with the command line's settings on top, or, with
+``resume``, the interrupted sweep as its run recorded it (looked up in
+MLflow, imported only then, so that ``--help`` and a refused setting answer
+at once). What the Ray cluster must hold for it is checked by
+:func:`check_cluster` once Ray has started."""
 import dataclasses
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from components.recording.names import (
@@ -17,7 +19,8 @@ from components.recording.names import (
     WORK_DIR_TAG,
 )
 from pipelines.planning.presets import load_preset, parse_overrides, read_mapping
-from pipelines.planning.request import GraphFlags, GraphSource
+from pipelines.planning.request import GraphSource, SweepPlan, SweepRequest
+from pipelines.planning.run_plan import graph_source
 from pipelines.planning.sweep_space import SearchSpace
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.errors import PLNLPError
@@ -27,54 +30,6 @@ SWEEP_FLAGS = {"overrides": "--set", "num_samples": "--num-samples",
                "max_concurrent": "--max-concurrent", "num_workers": "--num-workers",
                "cpus_per_worker": "--cpus-per-worker", "gpus_per_worker": "--gpus-per-worker",
                "trials_per_gpu": "--trials-per-gpu", "experiment": "--experiment"}
-
-
-@dataclass(frozen=True)
-class SweepRequest:
-    """What a sweep is asked to do: the flags of ``pipelines/tune.py``.
-
-    Attributes:
-        dataset (str, optional): An OGB dataset's name, or the path of one's
-            own graph (with ``resume``, the sweep's by default).
-        space (Path, optional): The ``tune_spaces/*.yaml`` file (a new sweep).
-        resume (str, optional): The interrupted sweep's MLflow run that goes on.
-        overrides (tuple): ``KEY=VALUE`` settings fixed for every trial.
-        num_samples (int, optional): Trials (default: the space's).
-        max_concurrent (int, optional): Trials at once (default: the space's,
-            else what the cluster holds).
-        num_workers (int, optional): Ray Train workers per trial.
-        cpus_per_worker (int, optional): CPUs each trial's worker holds.
-        gpus_per_worker (float, optional): GPUs each trial's worker holds.
-        trials_per_gpu (int or str, optional): Trials sharing each GPU (a
-            worker holds ``1 / trials_per_gpu`` of one), or ``auto``: as many
-            as fit (see :mod:`pipelines.planning.gpu_packing`).
-        max_failures (int): Restarts of a trial's dead worker group.
-        experiment (str, optional): The MLflow experiment.
-        data_root (str, optional): The folder or URI holding OGB datasets.
-        work_dir (str, optional): The folder or URI of stage outputs,
-            checkpoints and Ray Tune's state.
-        register (str, optional): The registered model the best trial joins.
-        graph (GraphFlags): How a graph of one's own is read.
-        verbose (bool): Show Ray's, Tune's and MLflow's own lines.
-    """
-
-    dataset: str | None
-    space: Path | None = None
-    resume: str | None = None
-    overrides: tuple[str, ...] = ()
-    num_samples: int | None = None
-    max_concurrent: int | None = None
-    num_workers: int | None = None
-    cpus_per_worker: int | None = None
-    gpus_per_worker: float | None = None
-    trials_per_gpu: int | str | None = None
-    max_failures: int = 3
-    experiment: str | None = None
-    data_root: str | None = None
-    work_dir: str | None = None
-    register: str | None = None
-    graph: GraphFlags = GraphFlags()
-    verbose: bool = False
 
 
 def read_space(request: SweepRequest, source: GraphSource) -> SearchSpace:
@@ -118,13 +73,29 @@ def check_resume_flags(request: SweepRequest) -> None:
                          f"{', '.join(given)}.")
 
 
-def planned_sweep(request: SweepRequest, source: GraphSource,
-                  space: SearchSpace | None) -> tuple[SearchSpace, str]:
-    """The sweep to run and its MLflow experiment: ``space``, read from
-    ``--space``, or the sweep ``--resume`` names (:func:`resumed_sweep`)."""
-    if space is None:
-        return resumed_sweep(request, source)
-    return space, request.experiment or f"plnlp-{source.info.name}-tune"
+def plan_sweep(request: SweepRequest) -> SweepPlan:
+    """The plan of ``request``: its graph, the ``--space`` file read with
+    the command line's settings on top, and its experiment; or, with
+    ``resume``, the sweep that goes on (:func:`resumed_request`,
+    :func:`resumed_sweep`)."""
+    check_resume_flags(request)
+    request = resumed_request(request)
+    source = graph_source(request.dataset, request.graph)
+    if request.resume is not None:
+        return SweepPlan(request, source, *resumed_sweep(request, source))
+    return SweepPlan(request, source, read_space(request, source),
+                     request.experiment or f"plnlp-{source.info.name}-tune")
+
+
+def check_cluster(plan: SweepPlan, available: dict[str, float]) -> None:
+    """Refuses a sweep the Ray cluster, of ``available`` resources, cannot
+    run: trials sharing GPUs on a cluster without any, or a trial larger
+    than the cluster (it would wait forever)."""
+    shared = plan.request.trials_per_gpu
+    if shared is not None and not available.get("GPU"):
+        raise PLNLPError(f"--trials-per-gpu {shared} shares GPUs among trials and the Ray "
+                         "cluster has none; drop it to train on CPUs.")
+    plan.space.check_cluster(available)
 
 
 def resumed_request(request: SweepRequest) -> SweepRequest:

@@ -18,6 +18,7 @@ Distributions: ``choice`` and ``grid`` (lists of values), ``uniform`` and
 ``loguniform`` ([low, high]), ``randint`` ([low, high], high excluded).
 ASHA's time is the epoch: a trial reports at every evaluated epoch.
 """
+import copy
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -179,6 +180,13 @@ class SearchSpace:
             and bounds[0] < bounds[1] and (kind != "loguniform" or bounds[0] > 0)
         if not valid:
             self._refuse(key, f"needs {kind}: [low, high] with {condition}, got {bounds!r}")
+
+    def with_resources(self, resources: Resources) -> "SearchSpace":
+        """This space with each trial holding ``resources`` instead; this
+        one is left as it is."""
+        space = copy.copy(self)
+        space.resources = resources
+        return space
 
     def check_cluster(self, available: dict[str, float]) -> None:
         """Refuses a trial the cluster can never hold (it would wait forever)."""

@@ -693,7 +693,7 @@ def test_trials_per_gpu_on_a_cluster_without_gpus_is_refused(ray_session, mlflow
 def test_trials_that_do_not_fit_a_gpu_are_refused_naming_how_many_do():
     """Checked once the graph is loaded, against a GPU's memory read on the
     cluster: here a 4 GiB GPU and ddi's ``paper`` sizes."""
-    from pipelines.tune import pack_trials
+    from pipelines.planning.gpu_packing import pack_trials
 
     base = PLNLPConfig.from_mapping({**load_preset("ddi", "paper"), "dataset": "ddi"})
     space = SearchSpace(Path("space.yaml"), base, DATASETS.get("ddi"),

@@ -6,9 +6,13 @@ from pathlib import Path
 import pytest
 
 from components.artifacts import DatasetMeta
-from pipelines.planning.gpu_packing import check_packing, packed_trials, trial_peak_bytes
+from pipelines.planning.gpu_packing import (
+    check_packing,
+    pack_trials,
+    packed_trials,
+    trial_peak_bytes,
+)
 from pipelines.planning.sweep_space import SearchSpace
-from pipelines.tune import pack_trials
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
@@ -53,12 +57,15 @@ def space(resources: dict) -> SearchSpace:
                        resources)
 
 
-def test_auto_gives_each_trial_its_share_and_says_so(capsys):
+def test_auto_gives_each_trial_its_share_and_says_so():
     swept = space({"workers": 1, "cpus_per_worker": 1, "gpus_per_worker": 1.0})
     trial = peak_gpu_bytes(BASE, DDI, 4267, 1_067_911)
-    pack_trials("auto", swept, META, 141 * GIB)
+    resources, line = pack_trials("auto", swept, META, 141 * GIB)
     fits = int(0.9 * 141 * GIB // trial)
-    assert swept.resources.gpus_per_worker == pytest.approx(1 / fits)
-    assert capsys.readouterr().out.startswith(f"{fits} trials a GPU: each needs about ")
+    assert resources.gpus_per_worker == pytest.approx(1 / fits)
+    assert swept.resources.gpus_per_worker == 1.0  # the space is left as it is
+    assert line.startswith(f"{fits} trials a GPU: each needs about ")
+    given = space({"gpus_per_worker": 1 / fits})
+    assert pack_trials(fits, given, META, 141 * GIB)[0] == given.resources
     with pytest.raises(PLNLPError, match=f"give --trials-per-gpu {fits} or fewer"):
         pack_trials(fits + 1, space({"gpus_per_worker": 1 / (fits + 1)}), META, 141 * GIB)

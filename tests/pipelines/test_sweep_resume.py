@@ -24,7 +24,8 @@ from components.recording.names import (
 from components.recording.sweep_tracking import TrialOutcome, record_outcome
 from pipelines.planning.sweep_space import SearchSpace
 from pipelines.runtime.interrupts import SignalGuard, library_stops_first
-from pipelines.tune import fit, main
+from pipelines.runtime.sweep import fit
+from pipelines.tune import main
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from tests.pipelines.test_tune import TINY, sweep_runs, write_space

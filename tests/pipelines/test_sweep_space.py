@@ -5,7 +5,8 @@ import pytest
 
 from pipelines.planning.arguments import sweep_request
 from pipelines.planning.presets import load_preset
-from pipelines.planning.sweep_plan import SweepRequest, gpus_per_worker
+from pipelines.planning.request import SweepRequest
+from pipelines.planning.sweep_plan import gpus_per_worker
 from pipelines.planning.sweep_space import SearchSpace
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
@@ -41,7 +42,7 @@ def test_asha_decides_at_its_rungs_up_to_max_t():
 
 
 def test_trials_of_one_worker_hold_their_resources_in_their_own_actor():
-    from pipelines.tune import GROUP_TRIAL_RESOURCES, trial_resources
+    from pipelines.runtime.sweep import GROUP_TRIAL_RESOURCES, trial_resources
 
     alone = space_with({"workers": 1, "cpus_per_worker": 2, "gpus_per_worker": 0.25})
     assert trial_resources(alone) == {"CPU": 2, "GPU": 0.25}
