@@ -37,6 +37,7 @@ def score(plan: RunPlan) -> dict[str, float]:
     import ray
 
     from components.evaluate import evaluate_heuristic
+    from components.heart import heart_stage
     from components.recording.runs import start_run
     from components.recording.tracking import (
         clear_failure,
@@ -48,7 +49,7 @@ def score(plan: RunPlan) -> dict[str, float]:
         summary_metrics,
     )
     from components.storage.location import location
-    from components.train_and_evaluate import heart_stage, train_and_evaluate
+    from components.train_and_evaluate import train_and_evaluate
     from components.training.checkpoints import checkpoint_root
     from components.training.startup import mark
     from pipelines.runtime.load_stage import load_stage

@@ -68,11 +68,11 @@ def sweep(request: SweepRequest, space: SearchSpace, source: GraphSource) -> obj
     import mlflow
     from ray import tune
 
+    from components.heart import heart_stage
     from components.recording.runs import tag_run, untag_run
     from components.recording.tracking import log_config, log_sources, log_text
     from components.storage.location import location
     from components.sweep.trial import SweepTrial
-    from components.train_and_evaluate import heart_stage
     from components.training.checkpoints import checkpoint_root
     from pipelines.runtime.load_stage import load_stage
     from plnlp_core.data.datasets import data_root_setting

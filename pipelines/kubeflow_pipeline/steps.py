@@ -15,15 +15,12 @@ import yaml
 
 from components.artifacts import DatasetArtifact, DatasetMeta, TrainArtifact, WalkArtifact
 from components.augment import augment
+from components.evaluate import evaluate_and_log_model
+from components.heart import heart_stage
 from components.recording.tracking import log_config, log_graph
 from components.storage.location import Location, local_copy
 from components.storage.stage_cache import local_entry, stage_cache_root
-from components.train_and_evaluate import (
-    evaluate_and_log_model,
-    heart_stage,
-    run_checkpoints,
-    train_in_run,
-)
+from components.train_and_evaluate import run_checkpoints, train_in_run
 from components.training.checkpoints import checkpoint_root
 from pipelines.kubeflow_pipeline.step_request import step_request
 from pipelines.planning.request import RunRequest

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from components.final_export import FINAL_FILE, SCORER_DIR, clear_final, export_best, read_final
+from components.evaluate import FINAL_FILE, SCORER_DIR, clear_final, export_best, read_final
 from plnlp_core.assembly import build_input_adjacency, build_model
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.node_ids import NodeIds
