@@ -38,11 +38,11 @@ def score(plan: RunPlan) -> dict[str, float]:
 
     from components.evaluate import evaluate_heuristic
     from components.heart import heart_stage
+    from components.load import log_graph
     from components.recording.runs import start_run
     from components.recording.tracking import (
         clear_failure,
         log_config,
-        log_graph,
         log_metrics,
         log_sources,
         log_validation_curves,

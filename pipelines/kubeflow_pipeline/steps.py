@@ -17,7 +17,8 @@ from components.artifacts import DatasetArtifact, DatasetMeta, TrainArtifact, Wa
 from components.augment import augment
 from components.evaluate import evaluate_and_log_model
 from components.heart import heart_stage
-from components.recording.tracking import log_config, log_graph
+from components.load import log_graph
+from components.recording.tracking import log_config
 from components.storage.location import Location, local_copy
 from components.storage.stage_cache import local_entry, stage_cache_root
 from components.train_and_evaluate import run_checkpoints, train_in_run
