@@ -28,8 +28,8 @@ from tables import format_rows
 from timing import timed
 
 from components.augment import augment
+from components.evaluate import evaluate_and_export
 from components.load import load_dataset
-from components.recording.model_export import evaluate_and_export
 from components.storage.parquet_io import PAIR_TABLES
 from components.train import train
 from components.training.startup import startup_phases

@@ -4,7 +4,10 @@ mode (or read from HeaRT's published files) by one Ray task, with their
 ceilings, and kept in the stage cache beside the splits, so that every run and
 sweep trial of the dataset (a heuristic's included) ranks its positives
 against the same negatives (see
-:func:`plnlp_core.scoring.heart.split_heart_negatives`)."""
+:func:`plnlp_core.scoring.heart.split_heart_negatives`). Runs, sweeps and the
+kubeflow evaluate step ask :func:`heart_stage`; the evaluate stage
+(:mod:`components.evaluate`) and the Train worker read the entry with
+:func:`read_heart_negatives`."""
 import json
 from pathlib import Path
 
@@ -15,9 +18,10 @@ import torch
 
 from components.artifacts import DatasetArtifact, HeartArtifact
 from components.scheduling import ANYWHERE
-from components.storage.location import local_copy, location
+from components.storage.location import Location, local_copy, location
 from components.storage.parquet_io import fixed_size_rows, read_split, rows_tensor
 from components.storage.stage_cache import cached, content_digest, local_entry
+from plnlp_core.config import PLNLPConfig
 from plnlp_core.errors import PLNLPError
 from plnlp_core.scoring.heart import HardNegatives, split_heart_negatives
 from plnlp_core.scoring.heart_files import FILE_NAMES, HeartFileError
@@ -29,6 +33,19 @@ HEART_VERSION = 2
 """Part of the entry's key: raised when the negatives' construction changes,
 so that no run reads negatives an older construction made (2: HeaRT's own
 generator and masks, the ceiling)."""
+
+
+def heart_stage(dataset: DatasetArtifact, config: PLNLPConfig, cpus: int = 1,
+                cache_root: "Location | None" = None) -> HeartArtifact | None:
+    """HeaRT's negatives for ``config`` (``None`` when ``heart_negatives`` is
+    0), cached under ``cache_root`` (default: beside ``dataset``'s splits):
+    built by the first run or sweep that asks, with ``cpus`` CPUs, and
+    reused by the rest."""
+    if not config.heart_negatives:
+        return None
+    root = cache_root or location(dataset.directory).parent
+    return heart_negatives(dataset, config.heart_negatives, root.uri, cpus, config.heart_mode,
+                           config.heart_files)
 
 
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)

@@ -13,10 +13,10 @@ from components.artifacts import META_FILE, DatasetArtifact, DatasetMeta
 from components.scheduling import ANYWHERE
 from components.storage.location import Location, location, node_scratch_dir
 from components.storage.parquet_io import NODE_IDS_FILE, write_split
-from components.storage.stage_cache import CacheEntry, cache_key, cached, reuse
+from components.storage.stage_cache import CacheEntry, cache_key, cached, local_entry, reuse
 from plnlp_core.data.datasets import DATASETS, DatasetInfo
 from plnlp_core.data.ogb_reader import load_ogb, split_type
-from plnlp_core.data.own_graph import load_own_graph
+from plnlp_core.data.own_graph import GraphReport, load_own_graph
 from plnlp_core.data.publishing import publish
 from plnlp_core.errors import PLNLPError
 
@@ -139,6 +139,23 @@ def load_own_dataset(path: str, options: OwnGraphOptions, cache_root: str) -> Da
         (scratch / REPORT_FILE).write_text(json.dumps(dataclasses.asdict(graph.report)))
 
     return _artifact(cached(cache_root, "load", own_load_inputs(path, options), write))
+
+
+def log_graph(dataset: DatasetArtifact) -> None:
+    """For a graph of one's own: what reading it dropped or noticed (its
+    entry's ``report.json``) and its node id mapping, logged to the active
+    MLflow run by :func:`components.recording.tracking.log_graph_report`.
+    Nothing for OGB datasets."""
+    if dataset.meta.info is None:  # OGB's
+        return
+    directory = local_entry(dataset.directory)
+    if not (directory / REPORT_FILE).exists():
+        return
+    # MLflow loads here, in the driver: not in the load task that imports this module.
+    from components.recording.tracking import log_graph_report
+
+    report = GraphReport(**json.loads((directory / REPORT_FILE).read_text()))
+    log_graph_report(dataset.meta.dataset, report, directory / NODE_IDS_FILE)
 
 
 def own_load_inputs(path: str, options: OwnGraphOptions) -> dict:

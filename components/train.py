@@ -47,7 +47,7 @@ def train(
     ``callbacks`` see every report after the MLflow logger has. With
     ``export``, rank 0 ends by writing the final metrics and the best
     model's scorer into ``storage``, in place of an earlier attempt's (see
-    :mod:`components.final_export`), its metrics with HeaRT's on ``heart``.
+    :mod:`components.evaluate`), its metrics with HeaRT's on ``heart``.
 
     With ``stop`` (a sweep trial of one worker), trains in this process,
     with no Train worker group (see

@@ -11,14 +11,13 @@ import ray.train
 
 from components.artifacts import DatasetArtifact, HeartArtifact, TrainArtifact, WalkArtifact
 from components.augment import augment
-from components.final_export import SCORER_DIR, read_final
-from components.heart import heart_negatives
-from components.recording.model_export import evaluate_and_export, log_link_model
+from components.evaluate import log_final
+from components.heart import heart_stage
 from components.recording.names import CHECKPOINTS_TAG
 from components.recording.reads import active_run_info, tracking_uri
 from components.recording.runs import tag_run, untag_run
 from components.recording.tracking import log_metrics, log_training
-from components.storage.location import Location, local_copy, location
+from components.storage.location import Location, location
 from components.train import train
 from components.training.startup import DRIVER_MARKS, startup_phases
 from components.training.workers import WorkerGroup
@@ -35,12 +34,12 @@ def train_and_evaluate(
     """One seed of one config in the active MLflow run: its random walks
     (when it uses them) and HeaRT's negatives (when it is scored on them:
     ``heart``, which the caller built once for all its seeds or trials,
-    else :func:`heart_stage`), :func:`train_in_run`, then the best model's
-    ``final_*`` metrics, logged and returned, and the best model as the
-    run's MLflow ``model``. The training worker writes both where it
-    trained, on its GPU or CPU threads, before it ends (see
-    :mod:`components.final_export`). The training checkpoints are removed
-    once MLflow holds the best model. ``stop`` and ``label``: see
+    else :func:`components.heart.heart_stage`), :func:`train_in_run`, then
+    the best model's ``final_*`` metrics, logged and returned, and the best
+    model as the run's MLflow ``model``. The training worker writes both
+    where it trained, on its GPU or CPU threads, before it ends, and the
+    driver logs them (see :mod:`components.evaluate`). The training
+    checkpoints are removed once MLflow holds the best model. ``stop`` and ``label``: see
     :func:`train_in_run`."""
     config.validate_graph(dataset.meta.num_nodes, dataset.meta.categories)
     cache_root = location(dataset.directory).parent  # walks are cached beside their splits
@@ -52,45 +51,6 @@ def train_and_evaluate(
         train_in_run(dataset, walks, config, workers, storage, max_failures, callbacks,
                      decision_epochs, export=True, stop=stop, heart=heart, label=label)
         return log_final(storage)
-
-
-def heart_stage(dataset: DatasetArtifact, config: PLNLPConfig, cpus: int = 1,
-                cache_root: "Location | None" = None) -> HeartArtifact | None:
-    """HeaRT's negatives for ``config`` (``None`` when ``heart_negatives`` is
-    0), cached under ``cache_root`` (default: beside ``dataset``'s splits):
-    built by the first run or sweep that asks, with ``cpus`` CPUs, and
-    reused by the rest."""
-    if not config.heart_negatives:
-        return None
-    root = cache_root or location(dataset.directory).parent
-    return heart_negatives(dataset, config.heart_negatives, root.uri, cpus, config.heart_mode,
-                           config.heart_files)
-
-
-def evaluate_and_log_model(
-    dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig,
-    directory: "str | Path | Location", heart: HeartArtifact | None = None,
-) -> dict[str, float]:
-    """The ``final_*`` metrics and the MLflow ``model`` of the checkpoint
-    ``trained`` alone (a training whose worker did not export, as the
-    kubeflow pipeline's), logged to the active run: one Ray task evaluates
-    it and writes its scorer into ``directory`` (storage the driver sees),
-    reading the split and the checkpoint once; with ``heart``, scored on
-    HeaRT's negatives too. Returns the metrics."""
-    ray.get(evaluate_and_export.remote(dataset, trained, config, location(directory).uri,
-                                       heart))
-    return log_final(directory)
-
-
-def log_final(directory: "str | Path | Location") -> dict[str, float]:
-    """Logs the ``final_*`` metrics and the scorer in ``directory`` (see
-    :mod:`components.final_export`) as the active run's metrics and
-    ``model``; returns the metrics."""
-    final, id_kind = read_final(directory)
-    log_metrics(final)
-    with local_copy(location(directory) / SCORER_DIR) as scorer:
-        log_link_model(scorer, id_kind)
-    return final
 
 
 @contextmanager
@@ -117,7 +77,8 @@ def train_in_run(
     epoch, the best epoch, the timings, the best checkpoint and the learning
     curve. Training checkpoints go to ``storage`` (see
     :func:`run_checkpoints`); with ``export``, the final metrics and the
-    scorer too (see :func:`log_final`), scored on ``heart``'s negatives too.
+    scorer too (see :func:`components.evaluate.log_final`), scored on
+    ``heart``'s negatives too.
     ``callbacks`` see Train's reports (a sweep trial's
     :class:`components.sweep.reporter.SweepReporter`, with its scheduler's
     ``decision_epochs``). The first training of this process also logs

@@ -36,19 +36,20 @@ def score(plan: RunPlan) -> dict[str, float]:
     import ray
 
     from components.evaluate import evaluate_heuristic
+    from components.heart import heart_stage
+    from components.load import log_graph
     from components.recording.reads import active_run_info
     from components.recording.runs import start_run
     from components.recording.tracking import (
         clear_failure,
         log_config,
-        log_graph,
         log_metrics,
         log_sources,
         log_validation_curves,
         summary_metrics,
     )
     from components.storage.location import location
-    from components.train_and_evaluate import heart_stage, train_and_evaluate
+    from components.train_and_evaluate import train_and_evaluate
     from components.training.checkpoints import checkpoint_root
     from components.training.startup import mark
     from pipelines.load_stage import load_stage

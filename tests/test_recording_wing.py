@@ -4,7 +4,11 @@ through ``mlflow`` or an ``MlflowClient`` fails this test, and so does one
 that imports ``mlflow`` at all (at its top or inside a function), but the
 tracking store's checks (``pipelines/runtime/mlflow_store.py``). Reads go
 through :mod:`components.recording.reads`, names through
-:mod:`components.recording.names`."""
+:mod:`components.recording.names`.
+
+The wing is a leaf that only logs: a module inside it that imports a stage
+(or the stage cache, or the Parquet files stages hand on) fails too; what
+reads a stage's output lives with the stage and hands the wing what to log."""
 import ast
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +26,14 @@ WRITES = {"set_tag", "set_tags", "delete_tag", "start_run", "end_run", "create_r
           "create_registered_model", "create_model_version", "set_registered_model_alias",
           "delete_registered_model_alias", "set_registered_model_tag",
           "set_model_version_tag", "transition_model_version_stage", "delete_registered_model"}
+
+
+STAGE_MODULES = ("components.load", "components.augment", "components.train",
+                 "components.evaluate", "components.heart", "components.final_export",
+                 "components.train_and_evaluate", "components.storage.stage_cache",
+                 "components.storage.parquet_io")
+"""What the recording wing may not import: the stages, one config's chain of
+them, the stage cache and the Parquet reader and writer."""
 
 
 def is_write(name: str) -> bool:
@@ -151,3 +163,63 @@ def test_the_import_scan_lets_other_modules_pass(tmp_path):
         "import mlflowish\nfrom components.recording.reads import get_run\n"
         "from .mlflow import x\nname = 'mlflow'")
     assert not list(mlflow_imports(tmp_path / "example.py", tmp_path))
+
+
+def imported(tree: ast.Module, package: str) -> Iterator[tuple[int, str]]:
+    """``(line, module)`` for each module an import names, at module level or
+    inside a function; ``from a import b`` names ``a`` and ``a.b``, a
+    relative import is read from ``package``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[:len(package.split(".")) - node.level + 1] \
+                if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            yield node.lineno, module
+            for alias in node.names:
+                yield node.lineno, f"{module}.{alias.name}"
+
+
+def stage_imports(path: Path, root: Path = ROOT) -> Iterator[str]:
+    """``path:line module`` for each stage module (see :data:`STAGE_MODULES`)
+    a recording module imports."""
+    package = ".".join(path.relative_to(root).parent.parts)
+    seen = set()
+    for line, module in imported(ast.parse(path.read_text(), str(path)), package):
+        if line not in seen and any(module == stage or module.startswith(f"{stage}.")
+                                    for stage in STAGE_MODULES):
+            seen.add(line)
+            yield f"{path.relative_to(root)}:{line} imports {module}"
+
+
+def test_the_recording_wing_imports_no_stage():
+    found = [line for path in sorted(RECORDING.rglob("*.py")) for line in stage_imports(path)]
+    assert not found, "components/recording/ imports a stage:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("code", [
+    "from components.evaluate import read_final",
+    "import components.heart",
+    "from components import load",
+    "from components.storage.stage_cache import local_entry",
+    "from components.storage import parquet_io",
+    "def f():\n    from components.train_and_evaluate import log_final",
+    "from ..train import train",
+])
+def test_the_import_scan_sees_each_kind_of_stage_import(tmp_path, code):
+    wing = tmp_path / "components" / "recording"
+    wing.mkdir(parents=True)
+    (wing / "example.py").write_text(code)
+    assert list(stage_imports(wing / "example.py", tmp_path))
+
+
+def test_the_import_scan_lets_the_wing_s_own_imports_pass(tmp_path):
+    wing = tmp_path / "components" / "recording"
+    wing.mkdir(parents=True)
+    (wing / "example.py").write_text(
+        "import mlflow\nfrom components.training.report import EPOCH\n"
+        "from components.storage.location import local_copy\n"
+        "from components.artifacts import TrainArtifact\nfrom . import plots")
+    assert not list(stage_imports(wing / "example.py", tmp_path))

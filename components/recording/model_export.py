@@ -1,31 +1,22 @@
-"""Stage ``export``: the best model as an MLflow ``pyfunc`` model of the
-active run, ``model``, that scores pairs of the user's node ids (see
-:mod:`components.recording.served_model`). Whoever evaluated the best model last
-encoded the nodes once (:class:`plnlp_core.scoring.link_scorer.LinkScorer`; see
-:mod:`components.final_export`): the training worker in the main job, or
-the Ray task here that evaluates a checkpoint on its own (the kubeflow
-pipeline's evaluate step). The driver logs the files with the model's own
-copy of :mod:`plnlp_core`."""
+"""MLflow's side of the export: the best model as an MLflow ``pyfunc``
+model of the active run, ``model``, that scores pairs of the user's node ids
+(see :mod:`components.recording.served_model`). Whoever evaluated the best
+model last encoded the nodes once
+(:class:`plnlp_core.scoring.link_scorer.LinkScorer`) and wrote its files (the
+evaluate stage, :mod:`components.evaluate`); the driver logs them here with
+the model's own copy of :mod:`plnlp_core`. Nothing here reads a stage's
+output: the caller hands over the scorer's folder."""
 import warnings
 from importlib.metadata import version
 from pathlib import Path
 
 import mlflow
-import ray
 from mlflow.models import ModelSignature
 from mlflow.types import ColSpec, Schema
 from mlflow.types.schema import AnyType
 
 import components.recording.served_model
 import plnlp_core
-from components.artifacts import DatasetArtifact, HeartArtifact, TrainArtifact
-from components.evaluate import load_trained
-from components.final_export import finish
-from components.heart import read_heart_negatives
-from components.scheduling import ANYWHERE
-from components.storage.parquet_io import read_node_ids
-from components.storage.stage_cache import local_entry
-from plnlp_core.config import PLNLPConfig
 
 MODEL_ARTIFACT = "model"
 REQUIREMENTS = ("torch", "torch-geometric", "ogb", "pyarrow", "pandas", "scipy")
@@ -38,22 +29,6 @@ every id as ``pipelines/predict.py`` does. A ``long`` column would not do:
 ``astype`` (``cast_df_types_according_to_schema``), which truncates 1.5 to 1.
 The price: MLflow reads no ``text/csv`` request against an ``any`` column
 (JSON and Parquet requests are read as sent)."""
-
-
-@ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
-def evaluate_and_export(
-    dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig, directory: str,
-    heart: HeartArtifact | None = None,
-) -> None:
-    """The best checkpoint's ``final_*`` metrics (the evaluate stage) and
-    its :class:`LinkScorer`, from one reading of the split and the
-    checkpoint, written into ``directory`` (storage the driver sees) by
-    :func:`components.final_export.finish`; with ``heart``, HeaRT's metrics
-    too."""
-    split, model, adj = load_trained(dataset, trained, config)
-    node_ids = read_node_ids(local_entry(dataset.directory), dataset.meta.num_nodes)
-    finish(model, split, adj, config, node_ids, directory,
-           heart_negatives=None if heart is None else read_heart_negatives(heart))
 
 
 def logged_model_uri(run_id: str) -> str | None:

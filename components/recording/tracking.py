@@ -1,6 +1,5 @@
 """MLflow records of a pipeline run: settings, per-epoch table, learning
 curve, checkpoint and final metrics."""
-import json
 import statistics
 import tempfile
 from collections.abc import Collection, Sequence
@@ -12,8 +11,7 @@ import pandas as pd
 import yaml
 from mlflow.tracking import MlflowClient
 
-from components.artifacts import DatasetArtifact, TrainArtifact
-from components.load import REPORT_FILE
+from components.artifacts import TrainArtifact
 from components.recording.metric_names import logged_metrics, natural_order
 from components.recording.names import (
     CONFIG_FILE,
@@ -26,8 +24,6 @@ from components.recording.names import (
 )
 from components.recording.plots import plot_learning_curve, plot_validation_curves
 from components.storage.location import local_copy
-from components.storage.parquet_io import NODE_IDS_FILE
-from components.storage.stage_cache import local_entry
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.own_graph import GraphReport
 
@@ -100,19 +96,14 @@ def log_text(text: str, artifact_file: str) -> None:
     mlflow.log_text(text, artifact_file)
 
 
-def log_graph(dataset: DatasetArtifact) -> None:
-    """For a graph of one's own: says what reading it dropped or noticed,
-    logs those counts as ``graph_*`` params and the node id mapping as
-    ``graph/node_ids.parquet``. Nothing for OGB datasets."""
-    if dataset.meta.info is None:  # OGB's
-        return
-    directory = local_entry(dataset.directory)
-    if not (directory / REPORT_FILE).exists():
-        return
-    report = GraphReport(**json.loads((directory / REPORT_FILE).read_text()))
-    print(f"graph {dataset.meta.dataset}: {report}", flush=True)
+def log_graph_report(name: str, report: GraphReport, node_ids_file: Path) -> None:
+    """For the graph of one's own ``name``: says what reading it dropped or
+    noticed (``report``), logs those counts as ``graph_*`` params and the
+    node id mapping ``node_ids_file`` as ``graph/<its name>`` (the load
+    stage's reader: :func:`components.load.log_graph`)."""
+    print(f"graph {name}: {report}", flush=True)
     mlflow.log_params({f"graph_{key}": value for key, value in asdict(report).items()})
-    mlflow.log_artifact(str(directory / NODE_IDS_FILE), "graph")
+    mlflow.log_artifact(str(node_ids_file), "graph")
 
 
 def log_training(trained: TrainArtifact, main_metric: str, title: str) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import ray.train
 import torch.distributed as dist
 
-from components.final_export import export_best
+from components.evaluate import export_best
 from components.heart import read_heart_negatives
 from components.storage.location import location
 from components.storage.parquet_io import read_node_ids, read_split
@@ -45,7 +45,7 @@ def train_with(loop_config: dict, session: "RayTrainSession | TrialSession") -> 
     needs the whole graph for message passing anyway, and its share of the
     positives is then a slice, with no Ray Data pipeline to start. With
     ``loop_config["export_dir"]``, rank 0 then writes the final metrics and
-    the best model's scorer there (see :mod:`components.final_export`),
+    the best model's scorer there (see :mod:`components.evaluate`),
     scored on HeaRT's negatives too with ``loop_config["heart"]``."""
     startup: dict[str, float] = {}
     mark("workers", startup)

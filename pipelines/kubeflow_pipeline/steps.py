@@ -17,15 +17,13 @@ import yaml
 
 from components.artifacts import DatasetArtifact, DatasetMeta, TrainArtifact, WalkArtifact
 from components.augment import augment
-from components.recording.tracking import log_config, log_graph
+from components.evaluate import evaluate_and_log_model
+from components.heart import heart_stage
+from components.load import log_graph
+from components.recording.tracking import log_config
 from components.storage.location import Location, local_copy
 from components.storage.stage_cache import local_entry, stage_cache_root
-from components.train_and_evaluate import (
-    evaluate_and_log_model,
-    heart_stage,
-    run_checkpoints,
-    train_in_run,
-)
+from components.train_and_evaluate import run_checkpoints, train_in_run
 from components.training.checkpoints import checkpoint_root
 from pipelines.kubeflow_pipeline.step_request import step_request
 from pipelines.load_stage import load_stage

@@ -1,17 +1,27 @@
 """The final metrics and scorer a run leaves for its driver, without Ray:
-the best state is what gets encoded, the marker comes last, and a missing
-export is one sentence."""
+the best state is what gets encoded, the marker comes last, a missing
+export is one sentence, and a heuristic's keys come from the same finish."""
 import json
 from pathlib import Path
 
 import pytest
 import torch
 
-from components.final_export import FINAL_FILE, SCORER_DIR, clear_final, export_best, read_final
+from components.evaluate import (
+    FINAL_FILE,
+    SCORER_DIR,
+    clear_final,
+    export_best,
+    finish,
+    read_final,
+)
 from plnlp_core.assembly import build_input_adjacency, build_model
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.node_ids import NodeIds
 from plnlp_core.errors import PLNLPError
+from plnlp_core.scoring.evaluation import scorer_metrics
+from plnlp_core.scoring.heart import heart_split_metrics, split_heart_negatives
+from plnlp_core.scoring.heuristics import adjacency, heuristic_scorer
 from plnlp_core.scoring.link_scorer import LinkScorer
 
 SMALL = PLNLPConfig(embedding_dim=8, hidden_channels=8, predictor_hidden=8, predictor="mlp")
@@ -48,3 +58,13 @@ def test_a_missing_export_is_one_sentence_and_clearing_removes_a_stale_one(
     assert not (tmp_path / FINAL_FILE).exists() and not (tmp_path / SCORER_DIR).exists()
     with pytest.raises(PLNLPError):
         read_final(tmp_path)
+
+
+def test_a_heuristic_s_final_keys_come_from_the_same_finish(ddi_standin_split):
+    split = ddi_standin_split
+    score = heuristic_scorer("ra", adjacency(split.train_pos, split.num_nodes))
+    hard = split_heart_negatives(split, num_negatives=6)
+    expected = {**scorer_metrics(score, split), **heart_split_metrics(score, hard)}
+    assert finish(score, split, heart_negatives=hard) == {
+        f"final_{key}": value for key, value in expected.items()}
+    assert finish(score, split, {"valid_hits_20": 0.5}) == {"final_valid_hits_20": 0.5}

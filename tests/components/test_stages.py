@@ -8,11 +8,9 @@ import torch
 
 from components.artifacts import DatasetMeta
 from components.augment import augment
-from components.evaluate import evaluate_heuristic
-from components.final_export import SCORER_DIR, read_final
+from components.evaluate import SCORER_DIR, evaluate_and_export, evaluate_heuristic, read_final
 from components.heart import heart_negatives, read_heart_negatives
 from components.load import load_dataset
-from components.recording.model_export import evaluate_and_export
 from components.storage.parquet_io import read_split
 from components.train import train
 from plnlp_core.config import PLNLPConfig
