@@ -87,10 +87,14 @@ class HeartArtifact:
     mode: str = "heart"
 
 
+CHECKPOINT_FILE = "model.pt"
+"""The file of a :class:`TrainArtifact`'s folder that holds the model."""
+
+
 @dataclass(frozen=True)
 class TrainArtifact:
     """The best checkpoint (``train``'s output): ``checkpoint_dir`` holds
-    ``model.pt`` (a ``state_dict``), chosen by validation; ``fit_seconds``
+    :data:`CHECKPOINT_FILE` (a ``state_dict``), chosen by validation; ``fit_seconds``
     is how long the training loop took, epochs, evaluations, checkpoints and
     reports included (of the last attempt, after a restart); ``startup``
     holds rank 0's start-up marks (see :mod:`components.training.startup`) when the

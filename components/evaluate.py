@@ -36,13 +36,17 @@ import ray
 import torch
 from torch import Tensor, nn
 
-from components.artifacts import DatasetArtifact, HeartArtifact, TrainArtifact
+from components.artifacts import (
+    CHECKPOINT_FILE,
+    DatasetArtifact,
+    HeartArtifact,
+    TrainArtifact,
+)
 from components.heart import read_heart_negatives
 from components.scheduling import ANYWHERE
 from components.storage.location import Location, local_copy, location, node_scratch_dir
 from components.storage.parquet_io import read_node_ids, read_split
 from components.storage.stage_cache import local_entry
-from components.training.checkpoints import CHECKPOINT_FILE
 from plnlp_core.assembly import build_input_adjacency, build_model, input_edges
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit

@@ -52,7 +52,7 @@ def score(plan: RunPlan) -> dict[str, float]:
     from components.train_and_evaluate import train_and_evaluate
     from components.training.checkpoints import checkpoint_root
     from components.training.startup import mark
-    from pipelines.load_stage import load_stage
+    from pipelines.runtime.load_stage import load_stage
     from plnlp_core.data.datasets import data_root_setting
 
     request = plan.request

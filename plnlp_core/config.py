@@ -1,7 +1,7 @@
 """Every setting of a PLNLP experiment, and which of them shape a run. The
 checks that refuse impossible ones before any work starts are in
-:mod:`plnlp_core.config_checks`; :meth:`PLNLPConfig.validate` and
-:meth:`PLNLPConfig.validate_graph` run them."""
+:mod:`plnlp_core.config_checks`, whose :class:`CheckedSettings` gives the
+config its ``validate`` and ``validate_graph``."""
 import dataclasses
 import typing
 from collections.abc import Callable, Collection, Mapping
@@ -16,12 +16,11 @@ from plnlp_core.choices import (
     WEIGHT_FREE_ENCODERS,
     WEIGHTED_LOSSES,
 )
-from plnlp_core.config_checks import check_graph, check_setting, check_settings
-from plnlp_core.data.datasets import DATASETS, DatasetInfo
+from plnlp_core.config_checks import CheckedSettings, check_setting
 
 
 @dataclass(frozen=True)
-class PLNLPConfig:
+class PLNLPConfig(CheckedSettings):
     """The resolved settings of one experiment; docs/settings.md describes each."""
 
     dataset: str = "ddi"
@@ -135,23 +134,6 @@ class PLNLPConfig:
                   and not set(part.choices) & set(open_choices) for key in part.settings}
         keys = HEURISTIC_SETTINGS if heuristic else self.to_dict()
         return {key: getattr(self, key) for key in keys if key not in unused}
-
-    def validate(self, info: DatasetInfo | None = None) -> DatasetInfo:
-        """Refuses impossible settings with one sentence
-        (:func:`~plnlp_core.config_checks.check_settings`); returns the
-        dataset's description: ``info`` for a graph outside OGB's registry
-        (a user's own), else the registered dataset ``self.dataset``."""
-        info = info or DATASETS.get(self.dataset)
-        check_settings(self, info)
-        return info
-
-    def validate_graph(self, num_nodes: int,
-                       categories: dict[str, float | int | None] | None = None) -> None:
-        """Refuses settings the loaded graph cannot serve, before training
-        (:func:`~plnlp_core.config_checks.check_graph`): ``categories`` is
-        what its node features hold as one categorical column
-        (:func:`~plnlp_core.nn.node_input.summarize_categories`)."""
-        check_graph(self, num_nodes, categories)
 
 
 GRAPH_SETTINGS = ("dataset", "valid_as_input", "min_train_year")

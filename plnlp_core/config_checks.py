@@ -8,7 +8,6 @@ the settings together on a dataset (:func:`check_settings`, which
 setting imports no torch."""
 import typing
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from plnlp_core.choices import (
     EDGE_DROPPING_ENCODERS,
@@ -34,14 +33,33 @@ from plnlp_core.choices import (
     WEIGHT_FREE_ENCODERS,
     WEIGHTED_LOSSES,
 )
-from plnlp_core.data.datasets import DatasetInfo
+from plnlp_core.data.datasets import DATASETS, DatasetInfo
 from plnlp_core.errors import PLNLPError
 
-if TYPE_CHECKING:
-    from plnlp_core.config import PLNLPConfig
+
+class CheckedSettings:
+    """What :class:`~plnlp_core.config.PLNLPConfig` takes from its checks:
+    ``validate`` on a dataset and ``validate_graph`` on the loaded graph."""
+
+    def validate(self, info: DatasetInfo | None = None) -> DatasetInfo:
+        """Refuses impossible settings with one sentence
+        (:func:`~plnlp_core.config_checks.check_settings`); returns the
+        dataset's description: ``info`` for a graph outside OGB's registry
+        (a user's own), else the registered dataset ``self.dataset``."""
+        info = info or DATASETS.get(self.dataset)
+        check_settings(self, info)
+        return info
+
+    def validate_graph(self, num_nodes: int,
+                       categories: dict[str, float | int | None] | None = None) -> None:
+        """Refuses settings the loaded graph cannot serve, before training
+        (:func:`~plnlp_core.config_checks.check_graph`): ``categories`` is
+        what its node features hold as one categorical column
+        (:func:`~plnlp_core.nn.node_input.summarize_categories`)."""
+        check_graph(self, num_nodes, categories)
 
 
-def check_settings(config: "PLNLPConfig", info: DatasetInfo) -> None:
+def check_settings(config: "CheckedSettings", info: DatasetInfo) -> None:
     """Refuses the first impossible setting of ``config`` on the dataset
     ``info`` describes, with one sentence that says how to fix it."""
     ENCODER_CHOICES.get(config.encoder)
@@ -96,7 +114,7 @@ def check_settings(config: "PLNLPConfig", info: DatasetInfo) -> None:
     check_against_dataset(config, info)
 
 
-def _check_heart(config: "PLNLPConfig") -> None:
+def _check_heart(config: "CheckedSettings") -> None:
     if config.heart_files is not None and not config.heart_negatives:
         raise PLNLPError(
             "heart_files needs heart_negatives set to the files' number of negatives per "
@@ -107,7 +125,7 @@ def _check_heart(config: "PLNLPConfig") -> None:
             "builds its own; leave heart_files out or set heart_mode=heart.")
 
 
-def _check_encoder_options(config: "PLNLPConfig") -> None:
+def _check_encoder_options(config: "CheckedSettings") -> None:
     if config.encoder_initial_residual < 0:
         raise PLNLPError(f"encoder_initial_residual must be 0 (off) or positive, "
                          f"got {config.encoder_initial_residual}.")
@@ -125,7 +143,7 @@ def _check_encoder_options(config: "PLNLPConfig") -> None:
         )
 
 
-def _check_predictor_residual(config: "PLNLPConfig", input_size: int) -> None:
+def _check_predictor_residual(config: "CheckedSettings", input_size: int) -> None:
     """Refuses ``predictor_residual`` off the node level's ``mlp``, or
     with hidden layers of another width than the node vectors."""
     if not config.predictor_residual:
@@ -141,7 +159,7 @@ def _check_predictor_residual(config: "PLNLPConfig", input_size: int) -> None:
                          f"predictor_hidden to {width}, or leave predictor_residual at false.")
 
 
-def _check_edge_level(config: "PLNLPConfig") -> None:
+def _check_edge_level(config: "CheckedSettings") -> None:
     if config.edge_path_length not in PATH_LENGTHS:
         raise PLNLPError(
             f"edge_path_length must be 2 (common neighbours) or 3 (also paths of length 3), "
@@ -179,7 +197,7 @@ def _check_edge_level(config: "PLNLPConfig") -> None:
         )
 
 
-def _check_categories(config: "PLNLPConfig", info: DatasetInfo) -> None:
+def _check_categories(config: "CheckedSettings", info: DatasetInfo) -> None:
     categories = config.feature_categories
     if categories is None:
         return
@@ -196,7 +214,7 @@ def _check_categories(config: "PLNLPConfig", info: DatasetInfo) -> None:
         )
 
 
-def _refuse_changed(config: "PLNLPConfig", defaults: Mapping[str, object], scope: str,
+def _refuse_changed(config: "CheckedSettings", defaults: Mapping[str, object], scope: str,
                     fix: str) -> None:
     """Refuses the first of ``defaults`` (setting to default) that is
     set otherwise: it applies to ``scope`` only."""
@@ -207,7 +225,7 @@ def _refuse_changed(config: "PLNLPConfig", defaults: Mapping[str, object], scope
                              f"{shown}.")
 
 
-def check_graph(config: "PLNLPConfig", num_nodes: int,
+def check_graph(config: "CheckedSettings", num_nodes: int,
                 categories: dict[str, float | int | None] | None = None) -> None:
     """Refuses settings the loaded graph cannot serve, before training:
     ``categories`` is what its node features hold as one categorical
@@ -221,7 +239,7 @@ def check_graph(config: "PLNLPConfig", num_nodes: int,
         refuse_categories(categories, config.feature_categories)
 
 
-def check_against_dataset(config: "PLNLPConfig", info: DatasetInfo) -> None:
+def check_against_dataset(config: "CheckedSettings", info: DatasetInfo) -> None:
     feature_size = info.feature_dim if config.feature_categories is None else config.embedding_dim
     input_size = (config.embedding_dim * (config.node_input != "features")
                   + feature_size * (config.node_input != "embedding"))

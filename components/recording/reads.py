@@ -2,9 +2,9 @@
 the tracking store is, the active run, a run by its id (refused in one
 sentence when the store has none), a run's nested runs, its settings
 (``config.yaml``) and other artifacts, its metric history, and the models
-logged and registered. Outside the recording wing, only
-``pipelines/runtime/mlflow_store.py`` (which checks the store) imports
-MLflow; everything else reads through here."""
+logged and registered. Nothing outside the recording wing imports MLflow:
+it reads through here (and checks the store through
+:mod:`components.recording.store`)."""
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager

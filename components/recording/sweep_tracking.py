@@ -31,9 +31,9 @@ from components.recording.names import (
 )
 from components.recording.plots import plot_metric_by_setting
 from components.recording.reads import child_runs
+from components.recording.report_keys import EPOCH
 from components.recording.tracking import log_validation_curves
 from components.storage.location import location
-from components.training.report import EPOCH
 
 REASON_CHARS = 2000  # of a failed trial's reason, kept with its outcome
 

@@ -22,11 +22,11 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import torch
 
+from components.artifacts import CHECKPOINT_FILE
 from components.storage.location import Location, location
 from plnlp_core.data.datasets import cache_dir
 from plnlp_core.fit_state import FitState
 
-CHECKPOINT_FILE = "model.pt"
 BEST_FILE = "best.json"
 BEST_DIR = "best"
 HISTORY_FILE = "history.json"

@@ -11,8 +11,8 @@ import ray.train
 import torch
 import torch.distributed as dist
 
+from components.recording.report_keys import EPOCHS, RESTORED_FROM, WALL_TIME
 from components.training.checkpoints import checkpoint_epoch, checkpoint_name, write_checkpoint
-from components.training.report import EPOCHS, RESTORED_FROM, WALL_TIME
 from plnlp_core.fitting import EpochResult
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class EpochReporter:
     have passed.
 
     Rank 0's reports carry the epochs since the previous one (see
-    :mod:`components.training.report`)
+    :mod:`components.recording.report_keys`)
     for :class:`components.recording.epoch_logger.EpochLogger` and, in a sweep,
     :class:`components.sweep.reporter.SweepReporter`; its checkpoints' timing
     holds the start-up marks and when each epoch ended.

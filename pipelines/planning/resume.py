@@ -19,11 +19,11 @@ from components.recording.reads import (
     run_settings,
     tracking_uri,
 )
+from components.recording.store import check_tracking_store
 from components.storage.location import is_uri, location
 from components.training.checkpoints import SHAPES_FILE
 from pipelines.planning.presets import parse_overrides
 from pipelines.planning.request import GraphSource, RunPlan, RunRequest
-from pipelines.runtime.mlflow_store import check_tracking_store
 from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import data_root_setting

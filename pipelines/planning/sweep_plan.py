@@ -116,7 +116,7 @@ def _sweep_run(run_id: str) -> object:
     """The MLflow run ``--resume`` names, from a store that must exist
     (reading one creates it), without MLflow's download bars."""
     from components.recording.reads import find_run, tracking_uri
-    from pipelines.runtime.mlflow_store import check_store_exists, check_tracking_store
+    from components.recording.store import check_store_exists, check_tracking_store
 
     check_store_exists(tracking_uri())
     check_tracking_store(tracking_uri())  # a server that does not answer: at once

@@ -17,17 +17,17 @@ import torch
 
 from components.recording.reads import active_run_info, get_run, run_names, tracking_uri
 from components.recording.runs import end_run, mark_training_experiment, open_experiment, start_run
+from components.recording.store import (
+    check_tracking_store,
+    local_store_path,
+    tracking_store_lock,
+)
 from components.recording.tracking import clear_failure, mark_failed
 from components.storage.location import Location, check_listable, check_writable, is_uri, location
 from components.training.startup import mark
 from components.training.workers import WorkerGroup
 from pipelines.runtime.home_folder import keep_home_clean
 from pipelines.runtime.interrupts import SignalGuard, stop
-from pipelines.runtime.mlflow_store import (
-    check_tracking_store,
-    local_store_path,
-    tracking_store_lock,
-)
 from pipelines.runtime.ray_cluster import connect_ray
 from plnlp_core.data.datasets import cache_dir
 from plnlp_core.errors import PLNLPError

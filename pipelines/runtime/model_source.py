@@ -18,7 +18,7 @@ from components.recording.reads import (
     registered_model_names,
     tracking_uri,
 )
-from pipelines.runtime.mlflow_store import check_store_exists
+from components.recording.store import check_store_exists
 from plnlp_core.errors import PLNLPError
 from plnlp_core.scoring.link_scorer import LinkScorer
 

@@ -1,7 +1,7 @@
 """The Ray cluster ``RAY_ADDRESS`` names, checked before a run joins it, or
 the local Ray a run starts. Each problem is one :class:`PLNLPError`
 sentence that names the address and the fix; every probe gives up within
-:data:`~pipelines.runtime.mlflow_store.PROBE_TIMEOUT_S` seconds."""
+:data:`~components.recording.store.PROBE_TIMEOUT_S` seconds."""
 import contextlib
 import logging
 import os
@@ -15,7 +15,7 @@ import psutil
 import ray
 from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
-from pipelines.runtime.mlflow_store import PROBE_TIMEOUT_S, connection_detail
+from components.recording.store import PROBE_TIMEOUT_S, connection_detail
 from plnlp_core.errors import PLNLPError, first_line
 
 GCS_PORT, CLIENT_PORT, DASHBOARD_PORT = 6379, 10001, 8265

@@ -61,8 +61,8 @@ def sweep(plan: SweepPlan) -> object:
     from components.storage.location import location
     from components.sweep.trial import SweepTrial
     from components.training.checkpoints import checkpoint_root
-    from pipelines.load_stage import load_stage
     from pipelines.planning.gpu_packing import pack_trials
+    from pipelines.runtime.load_stage import load_stage
     from plnlp_core.data.datasets import data_root_setting
 
     request, source = plan.request, plan.source

@@ -10,6 +10,7 @@ import torch
 from pyarrow.fs import LocalFileSystem
 
 import components.training.epoch_reporter as reporting
+from components.recording.report_keys import EPOCHS, RESTORED_FROM
 from components.storage.location import location
 from components.training.checkpoints import checkpoint_name, stored_checkpoints, write_checkpoint
 from components.training.epoch_reporter import (
@@ -20,7 +21,6 @@ from components.training.epoch_reporter import (
     EpochReporter,
     _seconds,
 )
-from components.training.report import EPOCHS, RESTORED_FROM
 from components.training.session import TrialSession, TrialStopped
 from plnlp_core.fit_state import FitState
 from plnlp_core.fitting import EpochResult

@@ -1513,7 +1513,7 @@ FIRST_TOUCH = """
 import sys
 sys.path.insert(0, sys.argv[1])
 import mlflow
-from pipelines.runtime.mlflow_store import tracking_store_lock
+from components.recording.store import tracking_store_lock
 with tracking_store_lock(mlflow.get_tracking_uri()):
     mlflow.set_experiment("plnlp-ddi")
 with mlflow.start_run():
