@@ -31,9 +31,9 @@ from components.augment import augment
 from components.evaluate import evaluate_and_export
 from components.load import load_dataset
 from components.storage.parquet_io import PAIR_TABLES
-from components.train import train
-from components.training.startup import startup_phases
-from components.training.workers import WorkerGroup
+from components.train.stage import train
+from components.train.startup import startup_phases
+from components.train.workers import WorkerGroup
 from pipelines.planning.presets import load_preset
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS, cache_dir, resolve_data_root

@@ -16,13 +16,13 @@ import argparse
 import torch
 from timing import timed
 
-from plnlp_core.assembly import build_sampler, build_step_options
+from plnlp_core.assembly import build_sampler
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS, resolve_data_root
 from plnlp_core.data.ogb_reader import load_ogb
-from plnlp_core.experiment import prepare_experiment
 from plnlp_core.scoring.evaluation import evaluate
-from plnlp_core.training import draw_batch, train_step
+from plnlp_core.training.epoch import StepOptions, draw_batch, train_step
+from plnlp_core.training.experiment import prepare_experiment
 
 MLP = {"encoder": "sage", "embedding_dim": 64, "hidden_channels": 64, "encoder_layers": 2,
        "dropout": 0.3, "encoder_level": "edge", "predictor": "mlp", "predictor_hidden": 64,
@@ -45,7 +45,7 @@ def time_epoch(settings: dict[str, object], split: object, steps: int) -> dict[s
     config.validate()
     experiment = prepare_experiment(config, split)
     graph, model = experiment.graph, experiment.model
-    sampler, options = build_sampler(config, split, graph), build_step_options(config)
+    sampler, options = build_sampler(config, split, graph), StepOptions.from_config(config)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     generator = torch.Generator().manual_seed(0)
     order = torch.randperm(graph.positives.size(0), generator=generator).split(config.batch_size)

@@ -22,9 +22,9 @@ from torch import Tensor
 from workloads import Workload, load_split, preset_config
 
 from plnlp_core.data.datasets import LinkSplit
-from plnlp_core.experiment import prepare_experiment, run_experiment
 from plnlp_core.scoring.heart import HardNegatives, heart_split_metrics, split_heart_negatives
 from plnlp_core.scoring.heuristics import adjacency, heuristic_scorer
+from plnlp_core.training.experiment import prepare_experiment, run_experiment
 
 Scorer = Callable[[Tensor], Tensor]
 

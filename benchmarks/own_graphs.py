@@ -41,7 +41,7 @@ from pipelines.planning.presets import OWN_PRESETS, PRESETS_DIR, load_preset
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.data.own_graph import load_own_graph
-from plnlp_core.experiment import prepare_experiment, run_experiment
+from plnlp_core.training.experiment import prepare_experiment, run_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = PRESETS_DIR / f"{OWN_PRESETS}.yaml"

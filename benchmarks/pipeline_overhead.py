@@ -1,4 +1,4 @@
-"""What the Ray pipeline adds to :func:`plnlp_core.fitting.fit`: the median
+"""What the Ray pipeline adds to :func:`plnlp_core.training.fitting.fit`: the median
 epoch through ``pipelines/run.py`` over ``fit``'s in this process, and the
 seconds from the command to its first epoch, phase by phase.
 
@@ -20,7 +20,7 @@ from workloads import Workload, preset_config
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit, resolve_data_root
 from plnlp_core.errors import PLNLPError
-from plnlp_core.experiment import prepare_experiment, run_experiment
+from plnlp_core.training.experiment import prepare_experiment, run_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 EPOCHS = 30  # fewer would let the controller's first MLflow writes sway the median

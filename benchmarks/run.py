@@ -8,7 +8,7 @@ real ddi; collab's ``paper`` preset with random walks and ppa's ``paper``
 preset on stand-ins in OGB's layout, at their real sizes, or small ones with
 ``--quick``; the edge level, ``encoder_level: edge``, as ddi's ``cpu``
 preset at the edge level and ppa's ``ene`` preset; see :mod:`workloads`) it
-builds what :func:`plnlp_core.fitting.fit` builds and times full-size
+builds what :func:`plnlp_core.training.fitting.fit` builds and times full-size
 batches of its step, extrapolated to an epoch (:mod:`training_speed`):
 
 - seconds per epoch, ranked pairs (positive x negative) and positives per
@@ -26,7 +26,7 @@ where Ray and MLflow are installed, the pipeline's overhead on short
 epochs (:mod:`pipeline_overhead`): the median wall time between epochs
 through ``pipelines/run.py`` over ``fit``'s in this process (goal: at most
 1.10), and the seconds from the command to the first epoch, phase by phase
-(see :mod:`components.training.startup`), and, without ``--quick``, what a
+(see :mod:`components.train.startup`), and, without ``--quick``, what a
 sweep's trial costs beyond its training (:mod:`trial_overhead`). Last, the seconds each command
 takes to answer ``--help`` or refuse bad input, and whether it imported
 torch, PyG, Ray or MLflow first (:mod:`command_latency`; three command lines

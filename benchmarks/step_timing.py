@@ -7,7 +7,7 @@ import torch
 from timing import sync
 
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.training import PairBatch, StepOptions
+from plnlp_core.training.epoch import PairBatch, StepOptions
 
 PHASES = ("sample", "enc_fwd", "pred_fwd", "loss", "pred_bwd", "enc_bwd", "step")
 

@@ -70,7 +70,7 @@ def pipeline_text(pipeline: dict | None) -> str:
     """The pipeline's overhead ratio and start-up phases, or why they are missing."""
     if pipeline is None:
         return "pipeline overhead: not measured (Ray or MLflow missing, or --skip-pipeline)"
-    from components.training.startup import (
+    from components.train.startup import (
         describe_startup,  # the pipeline's: own_graphs.py needs none
     )
 

@@ -1,5 +1,5 @@
 """How fast a workload trains and evaluates: full-size batches of the step
-that :func:`plnlp_core.fitting.fit` takes, extrapolated to an epoch, beside
+that :func:`plnlp_core.training.fitting.fit` takes, extrapolated to an epoch, beside
 the naive step, the GEMM peak at the predictor's shape and the memory."""
 from dataclasses import dataclass, field
 
@@ -8,14 +8,20 @@ from step_timing import naive_step, step_flops, time_phases
 from timing import MIB, PeakMemory, gemm_gflops, timed
 from workloads import Workload, preset_config
 
-from plnlp_core.assembly import build_optimizer, build_sampler, build_step_options
+from plnlp_core.assembly import build_optimizer, build_sampler
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit
-from plnlp_core.experiment import prepare_experiment
 from plnlp_core.graph import TrainingGraph
 from plnlp_core.sampling import NegativeSampler
 from plnlp_core.scoring.evaluation import evaluate
-from plnlp_core.training import PairBatch, StepOptions, draw_batch, resolve_precision, train_step
+from plnlp_core.training.epoch import (
+    PairBatch,
+    StepOptions,
+    draw_batch,
+    resolve_precision,
+    train_step,
+)
+from plnlp_core.training.experiment import prepare_experiment
 
 
 @dataclass
@@ -55,7 +61,7 @@ class TrainingBench:
 
 
 def prepare(workload: Workload, split: LinkSplit, device: torch.device) -> TrainingBench:
-    """The workload's experiment (:func:`plnlp_core.experiment.prepare_experiment`)
+    """The workload's experiment (:func:`plnlp_core.training.experiment.prepare_experiment`)
     on ``device`` at the precision it resolves to there, in training mode."""
     config = preset_config(workload)
     config = config.replace(precision=resolve_precision(config.precision, device))
@@ -66,7 +72,7 @@ def prepare(workload: Workload, split: LinkSplit, device: torch.device) -> Train
     model.train()
     return TrainingBench(config, split, graph, model,
                          None if split.x is None else split.x.to(device), optimizer, sampler,
-                         build_step_options(config), device)
+                         StepOptions.from_config(config), device)
 
 
 def time_training(bench: TrainingBench, name: str, count: int, breakdown: bool = False) -> dict:

@@ -97,7 +97,7 @@ class TrainArtifact:
     :data:`CHECKPOINT_FILE` (a ``state_dict``), chosen by validation; ``fit_seconds``
     is how long the training loop took, epochs, evaluations, checkpoints and
     reports included (of the last attempt, after a restart); ``startup``
-    holds rank 0's start-up marks (see :mod:`components.training.startup`) when the
+    holds rank 0's start-up marks (see :mod:`components.train.startup`) when the
     last attempt started from scratch."""
 
     checkpoint_dir: str

@@ -58,7 +58,7 @@ from plnlp_core.scoring.evaluation import scorer_metrics
 from plnlp_core.scoring.heart import HardNegatives, heart_split_metrics
 from plnlp_core.scoring.heuristics import adjacency, heuristic_scorer
 from plnlp_core.scoring.link_scorer import LinkScorer
-from plnlp_core.training import resolve_precision, set_matmul_precision
+from plnlp_core.training.epoch import resolve_precision, set_matmul_precision
 
 FINAL_FILE = "final.json"
 SCORER_DIR = "scorer"

@@ -18,9 +18,9 @@ from components.recording.reads import active_run_info, tracking_uri
 from components.recording.runs import tag_run, untag_run
 from components.recording.tracking import log_metrics, log_training
 from components.storage.location import Location, location
-from components.train import train
-from components.training.startup import DRIVER_MARKS, startup_phases
-from components.training.workers import WorkerGroup
+from components.train.stage import train
+from components.train.startup import DRIVER_MARKS, startup_phases
+from components.train.workers import WorkerGroup
 from plnlp_core.config import PLNLPConfig
 
 
@@ -83,9 +83,9 @@ def train_in_run(
     :class:`components.sweep.reporter.SweepReporter`, with its scheduler's
     ``decision_epochs``). The first training of this process also logs
     where its start-up went (``startup_*_s``, see
-    :mod:`components.training.startup`). With ``stop`` (a sweep trial of
+    :mod:`components.train.startup`). With ``stop`` (a sweep trial of
     one worker), it trains in this process, without a Train worker group
-    (see :func:`components.train.train`). ``label`` (a sweep's trial) heads
+    (see :func:`components.train.stage.train`). ``label`` (a sweep's trial) heads
     each epoch's console line. The caller has checked ``config`` against the
     graph (``validate_graph``)."""
     run = active_run_info()

@@ -12,7 +12,7 @@ A step joins the Ray cluster at ``RAY_ADDRESS`` or starts a local Ray in its
 pod, and train and evaluate record one MLflow run at ``MLFLOW_TRACKING_URI``.
 ``--run-local`` runs the steps as subprocesses here (kfp's local runner).
 
-The pipeline lives in ``pipelines/kubeflow_pipeline/``: the steps
+The pipeline lives in ``pipelines/runtime/kubeflow/``: the steps
 (``components.py``, their work in ``steps.py``), what the pods ask of a
 cluster (``cluster.py``), the graph (``graph.py``) and the local runner
 (``local_run.py``); this module is the command.
@@ -24,14 +24,14 @@ import sys
 from pathlib import Path
 
 from components.storage.location import is_uri, location
-from pipelines.kubeflow_pipeline.cluster import (
+from pipelines.planning.arguments import add_request_args, add_worker_args, shared_request
+from pipelines.planning.run_plan import plan_run
+from pipelines.runtime.kubeflow.cluster import (
     BASE_IMAGE,
     SECRET_KEYS,
     ClusterSettings,
     cluster_problems,
 )
-from pipelines.planning.arguments import add_request_args, add_worker_args, shared_request
-from pipelines.planning.run_plan import plan_run
 from plnlp_core.errors import PLNLPError
 
 
@@ -145,7 +145,7 @@ def compile_pipeline(args: argparse.Namespace) -> int:
     cluster would get wrong; the exit code."""
     from kfp import compiler  # once the flags parsed
 
-    from pipelines.kubeflow_pipeline.graph import build_pipeline
+    from pipelines.runtime.kubeflow.graph import build_pipeline
 
     cluster = ClusterSettings(args.num_workers, args.cpus_per_worker, args.memory,
                               args.cache_volume, args.secret)
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     # the pipeline's steps and kfp's runner, once the flags are checked
-    from pipelines.kubeflow_pipeline.local_run import run_local
+    from pipelines.runtime.kubeflow.local_run import run_local
 
     try:
         metrics = run_local(arguments, args.pipeline_root)

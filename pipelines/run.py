@@ -9,7 +9,7 @@ records to MLflow at ``MLFLOW_TRACKING_URI`` (else MLflow's local SQLite file).
 import sys
 import time
 
-from components.training.startup import mark_command_start
+from components.train.startup import mark_command_start
 from pipelines.planning.arguments import run_request
 from pipelines.planning.request import RunPlan
 from pipelines.planning.run_plan import plan_run
@@ -49,9 +49,9 @@ def score(plan: RunPlan) -> dict[str, float]:
         summary_metrics,
     )
     from components.storage.location import location
+    from components.train.checkpoints import checkpoint_root
+    from components.train.startup import mark
     from components.train_and_evaluate import train_and_evaluate
-    from components.training.checkpoints import checkpoint_root
-    from components.training.startup import mark
     from pipelines.runtime.load_stage import load_stage
     from plnlp_core.data.datasets import data_root_setting
 
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    from components.training.startup import mark
+    from components.train.startup import mark
     from pipelines.runtime.console import print_summary, quiet_console
     from pipelines.runtime.job import execute, prepare
 

@@ -17,18 +17,18 @@ import importlib
 
 _SOURCES = {
     "DATASETS": "plnlp_core.data.datasets",
-    "Experiment": "plnlp_core.experiment",
+    "Experiment": "plnlp_core.training.experiment",
     "LinkSplit": "plnlp_core.data.datasets",
     "PLNLPConfig": "plnlp_core.config",
     "PLNLPError": "plnlp_core.errors",
     "build_model": "plnlp_core.assembly",
     "build_sampler": "plnlp_core.assembly",
     "build_training_graph": "plnlp_core.assembly",
-    "fit": "plnlp_core.fitting",
+    "fit": "plnlp_core.training.fitting",
     "load_ogb": "plnlp_core.data.ogb_reader",
-    "prepare_experiment": "plnlp_core.experiment",
+    "prepare_experiment": "plnlp_core.training.experiment",
     "resolve_data_root": "plnlp_core.data.datasets",
-    "run_experiment": "plnlp_core.experiment",
+    "run_experiment": "plnlp_core.training.experiment",
 }
 """Each public name and the module that defines it."""
 

@@ -16,12 +16,11 @@ from plnlp_core.graph import (
     normalized_margins,
     select_training_edges,
 )
-from plnlp_core.losses import LOSSES, WEIGHTED_LOSSES
+from plnlp_core.losses import WEIGHTED_LOSSES
 from plnlp_core.nn import EDGE_PREDICTORS, ENCODER_LEVELS, GNNEncoder, NodeInput, PLNLPModel
 from plnlp_core.nn.model import unwrap
 from plnlp_core.random_walk import walk_round, walk_starts
 from plnlp_core.sampling import SAMPLERS, NegativeSampler
-from plnlp_core.training import StepOptions
 
 LAYER_OPTIONS = {"agdn": lambda config: {"hops": config.diffusion_hops}}
 """The encoder layers' own settings, by encoder name."""
@@ -182,10 +181,3 @@ def build_negative_sampler(
         "adversarial": {**guided, "dim": config.generator_dim, "lr": config.generator_lr},
     }
     return SAMPLERS.get(config.sampler)(edge_set, **sampler_arguments[config.sampler])
-
-
-def build_step_options(config: PLNLPConfig, world_size: int = 1) -> StepOptions:
-    """How each step ranks and updates: the loss ``config.loss`` names and
-    the step's settings."""
-    return StepOptions(LOSSES.get(config.loss), config.num_neg, config.negatives, config.l2,
-                       config.clip_grad_norm, world_size, config.precision)

@@ -28,11 +28,11 @@ WRITES = {"set_tag", "set_tags", "delete_tag", "start_run", "end_run", "create_r
 
 
 STAGE_MODULES = ("components.load", "components.augment", "components.train",
-                 "components.evaluate", "components.heart", "components.final_export",
-                 "components.train_and_evaluate", "components.storage.stage_cache",
-                 "components.storage.parquet_io")
-"""What the recording wing may not import: the stages, one config's chain of
-them, the stage cache and the Parquet reader and writer."""
+                 "components.evaluate", "components.heart", "components.train_and_evaluate",
+                 "components.storage.stage_cache", "components.storage.parquet_io")
+"""What the recording wing may not import: the stages (the train stage with
+its workers' parts), one config's chain of them, the stage cache and the
+Parquet reader and writer."""
 
 
 def is_write(name: str) -> bool:

@@ -13,7 +13,7 @@ CONTROLLER = "controller"
 
 class SweepReporter(ray.train.UserCallback):
     """Puts each evaluated epoch a report carries (one report may carry
-    several: see :class:`components.training.epoch_reporter.EpochReporter`) on
+    several: see :class:`components.train.epoch_reporter.EpochReporter`) on
     ``reports`` as flat metrics: the epoch (the scheduler's time), the
     training loss and the validation metrics. Test metrics stay out, so the
     test set never steers a sweep; epochs without evaluation, and the last
@@ -24,7 +24,7 @@ class SweepReporter(ray.train.UserCallback):
 
     Built inside the Tune trial, run by Ray Train's controller, or by the
     trial itself when it trains alone (see
-    :mod:`components.training.trial_training`).
+    :mod:`components.train.trial_training`).
 
     Args:
         reports (Queue): The trial's queue.

@@ -27,18 +27,18 @@ class SweepTrial(tune.Trainable):
     """Trains ``base`` with the sampled settings (``config``) in a thread, in
     a child run of ``options["parent_run_id"]`` tagged with the trial's id
     (the run an interrupt stopped, if any: training goes on from its
-    checkpoint, see :func:`components.train.train`); each :meth:`step`
+    checkpoint, see :func:`components.train.stage.train`); each :meth:`step`
     returns the next evaluated epoch, the last the final metrics. When Tune
     stops the trial (its scheduler, or the sweep's end), :meth:`cleanup`
     aborts the Ray Train run, which gives its workers' CPUs and GPUs back
     before the trial's process ends. A trial of one worker trains in this
     actor instead, which holds its resources (see
-    :mod:`components.training.trial_training`): :meth:`cleanup` then stops
+    :mod:`components.train.trial_training`): :meth:`cleanup` then stops
     it after its current epoch.
 
     ``options`` holds ``tracking_uri``, ``experiment_id``, ``parent_run_id``,
     ``metric`` (the validation metric compared), ``workers`` (a
-    :class:`components.training.workers.WorkerGroup`), ``checkpoints`` (a folder),
+    :class:`components.train.workers.WorkerGroup`), ``checkpoints`` (a folder),
     ``max_failures`` and ``decision_epochs`` (the scheduler's rungs).
     """
 

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from components.training.workers import WorkerGroup
+from components.train.workers import WorkerGroup
 from pipelines.planning.presets import default_preset, load_preset, presets_file
 from pipelines.planning.sweep_space import Resources, SearchSpace
 from plnlp_core.choices import DEFAULT_SPLIT

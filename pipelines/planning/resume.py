@@ -21,7 +21,7 @@ from components.recording.reads import (
 )
 from components.recording.store import check_tracking_store
 from components.storage.location import is_uri, location
-from components.training.checkpoints import SHAPES_FILE
+from components.train.checkpoints import SHAPES_FILE
 from pipelines.planning.presets import parse_overrides
 from pipelines.planning.request import GraphSource, RunPlan, RunRequest
 from plnlp_core.assembly import build_model

@@ -22,7 +22,7 @@ import copy
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from components.training.workers import WorkerGroup
+from components.train.workers import WorkerGroup
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DatasetInfo
 from plnlp_core.errors import PLNLPError

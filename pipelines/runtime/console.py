@@ -9,7 +9,7 @@ from urllib.parse import quote, urlencode
 
 from components.recording.metric_names import logged_name, natural_order
 from components.recording.names import PARENT_TAG
-from components.training.startup import describe_startup
+from components.train.startup import describe_startup
 
 # Lines Ray's processes print that say something went wrong.
 _TROUBLE = re.compile(r"Error|ERROR|Exception|Traceback|WARNING|Warning|Killed|OOM|died")

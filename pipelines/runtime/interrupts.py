@@ -23,7 +23,7 @@ from components.recording.names import (
 from components.recording.reads import active_run_info, child_runs, get_run, metric_history
 from components.recording.runs import end_other_run, end_run
 from components.storage.location import location
-from components.training.checkpoints import resumable_epoch
+from components.train.checkpoints import resumable_epoch
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 DESCRIPTIONS = {signal.SIGINT: "SIGINT (Ctrl-C)", signal.SIGTERM: "SIGTERM"}

@@ -24,8 +24,8 @@ from components.recording.store import (
 )
 from components.recording.tracking import clear_failure, mark_failed
 from components.storage.location import Location, check_listable, check_writable, is_uri, location
-from components.training.startup import mark
-from components.training.workers import WorkerGroup
+from components.train.startup import mark
+from components.train.workers import WorkerGroup
 from pipelines.runtime.home_folder import keep_home_clean
 from pipelines.runtime.interrupts import SignalGuard, stop
 from pipelines.runtime.ray_cluster import connect_ray

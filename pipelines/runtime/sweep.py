@@ -60,7 +60,7 @@ def sweep(plan: SweepPlan) -> object:
     from components.recording.tracking import log_config, log_sources, log_text
     from components.storage.location import location
     from components.sweep.trial import SweepTrial
-    from components.training.checkpoints import checkpoint_root
+    from components.train.checkpoints import checkpoint_root
     from pipelines.planning.gpu_packing import pack_trials
     from pipelines.runtime.load_stage import load_stage
     from plnlp_core.data.datasets import data_root_setting
@@ -128,7 +128,7 @@ def _device_memory() -> int:
 
 def trial_resources(space: SearchSpace) -> dict[str, float]:
     """What a trial's actor holds: a trial of one worker trains in it (its
-    CPUs and GPU share, see :mod:`components.training.trial_training`); a
+    CPUs and GPU share, see :mod:`components.train.trial_training`); a
     larger one starts a Train worker group, which holds them."""
     group = space.resources.worker_group()
     return group.per_worker() if group.num_workers == 1 else GROUP_TRIAL_RESOURCES
@@ -246,7 +246,7 @@ def run_sweep(plan: SweepPlan) -> int:
     import ray
 
     from components.recording.reads import get_run, tracking_uri
-    from components.training.workers import WorkerGroup
+    from components.train.workers import WorkerGroup
     from pipelines.runtime.console import quiet_console, runs_table_page, ui_link
     from pipelines.runtime.job import execute, prepare
 

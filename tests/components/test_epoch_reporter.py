@@ -9,11 +9,11 @@ import ray.train
 import torch
 from pyarrow.fs import LocalFileSystem
 
-import components.training.epoch_reporter as reporting
+import components.train.epoch_reporter as reporting
 from components.recording.report_keys import EPOCHS, RESTORED_FROM
 from components.storage.location import location
-from components.training.checkpoints import checkpoint_name, stored_checkpoints, write_checkpoint
-from components.training.epoch_reporter import (
+from components.train.checkpoints import checkpoint_name, stored_checkpoints, write_checkpoint
+from components.train.epoch_reporter import (
     CHECKPOINT,
     METRICS,
     NO_REPORT,
@@ -21,9 +21,9 @@ from components.training.epoch_reporter import (
     EpochReporter,
     _seconds,
 )
-from components.training.session import TrialSession, TrialStopped
-from plnlp_core.fit_state import FitState
-from plnlp_core.fitting import EpochResult
+from components.train.session import TrialSession, TrialStopped
+from plnlp_core.training.fit_state import FitState
+from plnlp_core.training.fitting import EpochResult
 
 
 class Clock:

@@ -12,7 +12,7 @@ from components.evaluate import SCORER_DIR, evaluate_and_export, evaluate_heuris
 from components.heart import heart_negatives, read_heart_negatives
 from components.load import load_dataset
 from components.storage.parquet_io import read_split
-from components.train import train
+from components.train.stage import train
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.data.ogb_reader import load_ogb

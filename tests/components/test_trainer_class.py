@@ -2,8 +2,8 @@
 import ray.train.torch
 from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
 
-from components.train import trainer_class
-from components.training.workers import WorkerGroup
+from components.train.stage import trainer_class
+from components.train.workers import WorkerGroup
 
 
 def test_a_single_worker_runs_without_torch_process_group():

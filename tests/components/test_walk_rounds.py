@@ -10,10 +10,10 @@ from components.artifacts import WalkArtifact
 from components.augment import augment
 from components.load import load_dataset
 from components.storage.parquet_io import pairs_table, read_split
-from components.training.walk_rounds import ParquetWalkRounds
+from components.train.walk_rounds import ParquetWalkRounds
 from plnlp_core.assembly import build_walk_rounds
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.experiment import prepare_experiment
+from plnlp_core.training.experiment import prepare_experiment
 
 
 def write_rounds(directory: Path, rounds: int, rows: int) -> WalkArtifact:

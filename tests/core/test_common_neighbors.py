@@ -3,11 +3,10 @@ references, target-link removal, and the edge-level model training."""
 import pytest
 import torch
 
-from plnlp_core.assembly import build_model, build_step_options, build_training_graph
+from plnlp_core.assembly import build_model, build_training_graph
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
-from plnlp_core.fitting import fit
 from plnlp_core.graph import build_adjacency
 from plnlp_core.nn import EdgeLevelModel
 from plnlp_core.nn.bit_rows import BitRows, dense_common_neighbor_sum
@@ -19,7 +18,8 @@ from plnlp_core.nn.common_neighbors import (
     remove_edges,
 )
 from plnlp_core.scoring.evaluation import evaluate
-from plnlp_core.training import draw_batch, train_step
+from plnlp_core.training.epoch import StepOptions, draw_batch, train_step
+from plnlp_core.training.fitting import fit
 
 
 def random_graph(num_nodes: int, num_edges: int, seed: int) -> torch.Tensor:
@@ -139,7 +139,7 @@ def test_an_edge_level_model_lowers_its_loss_on_a_tiny_graph(path_length):
 
     sampler = SAMPLERS.get("global")(EdgeSet(edges, num_nodes, True))
     optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
-    options = build_step_options(config)
+    options = StepOptions.from_config(config)
     g = torch.Generator().manual_seed(0)
     model.train()
     losses = [float(train_step(model, optimizer, None, adj,

@@ -14,11 +14,11 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
-from plnlp_core.assembly import build_model, build_step_options
+from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.graph import build_adjacency
-from plnlp_core.training import PairBatch, train_step
+from plnlp_core.training.epoch import PairBatch, StepOptions, train_step
 
 NUM_NODES = 16
 # dropout 0 so both runs compute the same forward pass; an MLP predictor so
@@ -68,7 +68,7 @@ def one_step(model: torch.nn.Module, batch: PairBatch, world_size: int,
              clip: float | None = None) -> float:
     adj, _ = build_adjacency(graph_edges(), NUM_NODES)
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
-    options = build_step_options(CONFIG.replace(l2=L2, clip_grad_norm=clip), world_size)
+    options = StepOptions.from_config(CONFIG.replace(l2=L2, clip_grad_norm=clip), world_size)
     return train_step(model, optimizer, None, adj, batch, options)
 
 

@@ -4,7 +4,7 @@ import torch
 
 from plnlp_core.assembly import build_training_graph
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.experiment import prepare_experiment, run_experiment
+from plnlp_core.training.experiment import prepare_experiment, run_experiment
 
 SMALL = dict(embedding_dim=8, hidden_channels=8, predictor_hidden=8, epochs=2,
              batch_size=256, eval_batch_size=1024)

@@ -11,11 +11,11 @@ from plnlp_core.assembly import build_model, build_training_graph, parameter_gro
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
-from plnlp_core.fitting import fit
 from plnlp_core.graph import build_adjacency
 from plnlp_core.nn import EdgeLevelPredictor, GNNEncoder, NCNPredictor, NodeInput
 from plnlp_core.nn.common_neighbors import AdjacencyLookup, drop_edges
 from plnlp_core.nn.relu_dropout import ReLUDropout
+from plnlp_core.training.fitting import fit
 from tests.core.test_common_neighbors import dense, random_graph, some_pairs
 
 NUM_NODES = 30

@@ -8,7 +8,7 @@ from plnlp_core.graph import build_adjacency
 from plnlp_core.losses import auc_loss
 from plnlp_core.nn import GNNEncoder, NodeInput, PLNLPModel
 from plnlp_core.sampling import share_negatives
-from plnlp_core.training import PairBatch, StepOptions, train_step
+from plnlp_core.training.epoch import PairBatch, StepOptions, train_step
 
 
 @pytest.mark.parametrize(("m", "num_neg"), [(7, 1), (7, 3), (50, 5)])

@@ -4,11 +4,11 @@ import torch
 
 from plnlp_core.assembly import build_model, build_training_graph
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.experiment import prepare_experiment, run_experiment
-from plnlp_core.fitting import fit
 from plnlp_core.losses import LOSSES
 from plnlp_core.scoring.evaluation import evaluate
-from plnlp_core.training import PairBatch, StepOptions, draw_batch, train_step
+from plnlp_core.training.epoch import PairBatch, StepOptions, draw_batch, train_step
+from plnlp_core.training.experiment import prepare_experiment, run_experiment
+from plnlp_core.training.fitting import fit
 
 SMALL = dict(embedding_dim=16, hidden_channels=16, predictor_hidden=16, epochs=8,
              batch_size=64, lr=0.02, num_neg=2, eval_batch_size=1024)
@@ -64,7 +64,7 @@ def test_fit_prefers_validation_over_test_and_the_last_epoch(ddi_standin_split, 
         valid, test = next(script)
         return {"valid_hits_20": valid, "test_hits_20": test}
 
-    monkeypatch.setattr("plnlp_core.fitting.evaluate", scripted_evaluate)
+    monkeypatch.setattr("plnlp_core.training.fitting.evaluate", scripted_evaluate)
     _, _, result = small_fit(ddi_standin_split, epochs=4)
     assert result.best_epoch == 2
     assert result.best_metrics == {"valid_hits_20": 0.5, "test_hits_20": 0.2}
@@ -190,7 +190,7 @@ def test_clip_gradients_clips_encoder_and_predictor_each_and_not_the_embedding()
 
 
 def test_linear_lr_decay_follows_the_authors_schedule(ddi_standin_split):
-    from plnlp_core.fitting import learning_rate_schedule
+    from plnlp_core.training.fitting import learning_rate_schedule
 
     config = PLNLPConfig(lr=0.01, epochs=4, lr_decay="linear")
     optimizer = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=config.lr)
@@ -211,7 +211,7 @@ def test_select_best_last_keeps_the_last_of_equal_validation_scores(
     def saturated(model, info, x, adj, splits, batch_size):
         return {"valid_hits_20": 1.0, "test_hits_20": 0.5}
 
-    monkeypatch.setattr("plnlp_core.fitting.evaluate", saturated)
+    monkeypatch.setattr("plnlp_core.training.fitting.evaluate", saturated)
     _, _, first = small_fit(ddi_standin_split, epochs=3)
     _, _, last = small_fit(ddi_standin_split, epochs=3, select_best="last")
     assert first.best_epoch == 1
@@ -220,7 +220,7 @@ def test_select_best_last_keeps_the_last_of_equal_validation_scores(
 
 
 def test_max_batches_per_epoch_stops_the_pass_early(ddi_standin_split, monkeypatch):
-    import plnlp_core.training as training
+    import plnlp_core.training.epoch as training
 
     steps = []
     real_step = training.train_step
@@ -246,7 +246,7 @@ def test_edge_endpoints_start_a_walk_from_both_ends_of_every_edge():
 @pytest.mark.parametrize("sampler", ["global", "adversarial"])
 def test_a_resumed_fit_ends_exactly_as_an_uninterrupted_one(ddi_standin_split, tmp_path,
                                                             sampler):
-    from plnlp_core.fit_state import FitState
+    from plnlp_core.training.fit_state import FitState
 
     split = ddi_standin_split
     changes = dict(epochs=4, dropout=0.3, predictor="mlp", predictor_dropout=0.2,
@@ -301,7 +301,7 @@ def test_bf16_runs_the_predictor_in_bfloat16_and_the_loss_in_fp32(ddi_standin_sp
 
 
 def test_precision_sets_tf32_matmuls_only_for_tf32():
-    from plnlp_core.training import set_matmul_precision
+    from plnlp_core.training.epoch import set_matmul_precision
 
     set_matmul_precision("tf32")
     assert torch.get_float32_matmul_precision() == "high"
@@ -311,7 +311,7 @@ def test_precision_sets_tf32_matmuls_only_for_tf32():
 
 
 def test_auto_precision_is_bf16_on_a_gpu_with_bfloat16_and_fp32_elsewhere(monkeypatch):
-    from plnlp_core.training import resolve_precision
+    from plnlp_core.training.epoch import resolve_precision
 
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
@@ -324,10 +324,10 @@ def test_auto_precision_is_bf16_on_a_gpu_with_bfloat16_and_fp32_elsewhere(monkey
 
 
 def test_fit_trains_at_the_precision_auto_resolves_to(ddi_standin_split, monkeypatch):
-    import plnlp_core.fitting
+    import plnlp_core.training.fitting
 
     asked = []
-    monkeypatch.setattr(plnlp_core.fitting, "resolve_precision",
+    monkeypatch.setattr(plnlp_core.training.fitting, "resolve_precision",
                         lambda precision, device: asked.append(precision) or "bf16")
     seen = set()
     torch.manual_seed(0)

@@ -7,7 +7,7 @@ import mlflow
 import yaml
 
 from components.recording.names import CHECKPOINTS_TAG
-from components.training.checkpoints import SHAPES_FILE
+from components.train.checkpoints import SHAPES_FILE
 from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS

@@ -216,7 +216,7 @@ def checkpoints_in_bucket(services: Services) -> tuple[int, int]:
     """The epochs of the newest checkpoint in the bucket that every worker
     finished writing, and of the one Train's controller holds (from the
     snapshot it keeps beside them); 0 where there is none yet."""
-    from components.training.checkpoints import checkpoint_epoch, stored_checkpoints
+    from components.train.checkpoints import checkpoint_epoch, stored_checkpoints
 
     store = s3_filesystem(services.endpoint)
     complete, held = [0], [0]

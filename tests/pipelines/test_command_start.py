@@ -3,7 +3,7 @@ import time
 
 import psutil
 
-from components.training.startup import COMMAND, DRIVER_MARKS, mark_command_start
+from components.train.startup import COMMAND, DRIVER_MARKS, mark_command_start
 from pipelines.run import main
 
 

@@ -52,7 +52,7 @@ CLEANER_TIMEOUT = [  # Train's controller on a loaded machine, which goes on aft
 WORKER_FAILURE = [
     "2026-11-26 10:00:01,000\tERROR train_worker.py:80 -- training failed",
     "Traceback (most recent call last):",
-    '  File "components/training/worker.py", line 70, in train_loop',
+    '  File "components/train/worker.py", line 70, in train_loop',
     "    raise RuntimeError('CUDA out of memory. Tried to allocate 2.00 GiB')",
     "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
 ]

@@ -1101,7 +1101,7 @@ def test_heart_files_that_cannot_be_used_fail_the_run(ray_session, mlflow_store,
 
 
 def train_out_of_gpu_memory(*args, **kwargs):
-    """Stands in for ``components.train.train``: a real Ray Train worker
+    """Stands in for ``components.train.stage.train``: a real Ray Train worker
     that runs out of GPU memory."""
     import ray.train
     import ray.train.torch
@@ -1134,7 +1134,7 @@ def test_gpu_out_of_memory_in_a_train_worker_names_the_settings(
 
 def test_bf16_on_a_gpu_without_it_is_refused_naming_the_device(monkeypatch):
     """Checked by ``fit`` on the worker's device before the first step."""
-    from plnlp_core.training import check_precision
+    from plnlp_core.training.epoch import check_precision
 
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args: False)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *args: "Tesla V100-SXM2-16GB")
@@ -1348,7 +1348,7 @@ def test_an_interrupted_sweep_says_how_many_trials_ended_and_how_to_go_on(
 
 def test_an_interrupt_before_the_run_records_nothing(tmp_path, mlflow_store, no_ray_shutdown,
                                                      capsys):
-    from components.training.workers import WorkerGroup
+    from components.train.workers import WorkerGroup
 
     with pytest.raises(SystemExit) as exited:
         job.prepare(lambda: interrupt_self(signal.SIGINT), WorkerGroup())

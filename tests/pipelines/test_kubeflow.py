@@ -11,9 +11,9 @@ from mlflow.tracking import MlflowClient
 from components.recording.metric_names import run_metrics
 from components.recording.model_export import logged_model_uri
 from pipelines.kubeflow import main
-from pipelines.kubeflow_pipeline.cluster import cluster_problems
 from pipelines.planning.arguments import run_request, sweep_request
 from pipelines.planning.run_plan import plan_run
+from pipelines.runtime.kubeflow.cluster import cluster_problems
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 IMAGE_REPO = "/app"

@@ -6,13 +6,13 @@ from mlflow.tracking import MlflowClient
 
 from components.recording.metric_names import run_metrics
 from components.recording.tracking import median_epoch_interval, median_interval
-from components.training.startup import PHASES
+from components.train.startup import PHASES
 from pipelines.planning.arguments import run_request
 from pipelines.planning.run_plan import plan_run
 from pipelines.run import main
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.data.ogb_reader import load_ogb
-from plnlp_core.experiment import prepare_experiment, run_experiment
+from plnlp_core.training.experiment import prepare_experiment, run_experiment
 
 pytestmark = pytest.mark.slow
 

@@ -12,11 +12,11 @@ import torch
 import torch.distributed as dist
 
 from components.recording.report_keys import EPOCHS, RESTORED_FROM, WALL_TIME
-from components.training.checkpoints import checkpoint_epoch, checkpoint_name, write_checkpoint
-from plnlp_core.fitting import EpochResult
+from components.train.checkpoints import checkpoint_epoch, checkpoint_name, write_checkpoint
+from plnlp_core.training.fitting import EpochResult
 
 if TYPE_CHECKING:
-    from components.training.session import RayTrainSession, TrialSession
+    from components.train.session import RayTrainSession, TrialSession
 
 REPORT_GAP_S = 3.0
 """Fewest seconds between two reports, but for the last epoch's and a
@@ -46,9 +46,9 @@ class EpochReporter:
 
     Every ``checkpoint_every`` epochs since the previous checkpoint, and
     after the last epoch, each worker writes its state into the run's
-    storage (Ray Train's copy), as :func:`components.training.checkpoints.checkpoint_name`
+    storage (Ray Train's copy), as :func:`components.train.checkpoints.checkpoint_name`
     names it; from there a restarted worker goes on (see
-    :func:`components.training.worker.train_worker`), whether or not Train's
+    :func:`components.train.worker.train_worker`), whether or not Train's
     controller has taken the checkpoint's report. So a lost worker costs at
     most ``checkpoint_every`` epochs. A checkpoint is reported with its
     epoch when :data:`REPORT_GAP_S` have passed since the previous report
@@ -67,7 +67,7 @@ class EpochReporter:
 
     Args:
         session (RayTrainSession or TrialSession): Where the training runs
-            (see :mod:`components.training.session`): this worker's rank,
+            (see :mod:`components.train.session`): this worker's rank,
             the run's storage, and where reports go.
         epochs (int): The run's last epoch.
         checkpoint_every (int): Epochs between checkpoints.
@@ -75,7 +75,7 @@ class EpochReporter:
         history (list, optional): The epochs before a restart.
         decision_epochs (Collection[int]): Epochs a scheduler decides at.
         startup (dict, optional): This worker's start-up marks (see
-            :mod:`components.training.startup`); the first epoch's end is added.
+            :mod:`components.train.startup`); the first epoch's end is added.
         epoch_ends (list, optional): When each epoch of ``history`` ended.
         label (str, optional): Heads each line, ``[label] epoch ...``: a
             sweep's trial, whose lines Ray prefixes with its actor's class.

@@ -23,14 +23,14 @@ from components.load import log_graph
 from components.recording.tracking import log_config
 from components.storage.location import Location, local_copy
 from components.storage.stage_cache import local_entry, stage_cache_root
+from components.train.checkpoints import checkpoint_root
 from components.train_and_evaluate import run_checkpoints, train_in_run
-from components.training.checkpoints import checkpoint_root
-from pipelines.kubeflow_pipeline.step_request import step_request
 from pipelines.planning.request import RunRequest, SweepRequest
 from pipelines.planning.run_plan import graph_source, plan_run
 from pipelines.planning.sweep_plan import plan_sweep
 from pipelines.runtime.console import quiet_console
 from pipelines.runtime.job import execute, prepare
+from pipelines.runtime.kubeflow.step_request import step_request
 from pipelines.runtime.load_stage import load_stage
 from pipelines.runtime.process_exit import skip_final_collection
 from pipelines.runtime.sweep import run_sweep

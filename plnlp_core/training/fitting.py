@@ -10,19 +10,20 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from plnlp_core.assembly import build_optimizer, build_sampler, build_step_options
+from plnlp_core.assembly import build_optimizer, build_sampler
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit
-from plnlp_core.fit_state import FitState
 from plnlp_core.graph import TrainingGraph
 from plnlp_core.nn.model import unwrap
 from plnlp_core.scoring.evaluation import evaluate
-from plnlp_core.training import (
+from plnlp_core.training.epoch import (
+    StepOptions,
     check_precision,
     resolve_precision,
     set_matmul_precision,
     train_epoch,
 )
+from plnlp_core.training.fit_state import FitState
 
 
 @dataclass
@@ -73,7 +74,7 @@ def fit(
     x = None if split.x is None else split.x.to(device)
     graph = graph.to(device)
     sampler = build_sampler(config, split, graph, device)
-    options = build_step_options(config, world_size)
+    options = StepOptions.from_config(config, world_size)
     set_matmul_precision(config.precision)
     optimizer = build_optimizer(model, config)
     schedule = learning_rate_schedule(optimizer, config)

@@ -2,7 +2,7 @@
 worker of the pipeline: :func:`prepare_experiment` builds what training
 needs (random-walk rounds when the config uses them, the training graph
 with this worker's share of the positives, the model), and
-:func:`run_experiment` trains it with :func:`~plnlp_core.fitting.fit`."""
+:func:`run_experiment` trains it with :func:`~plnlp_core.training.fitting.fit`."""
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -12,9 +12,9 @@ from torch import nn
 from plnlp_core.assembly import build_model, build_training_graph, build_walk_rounds
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit
-from plnlp_core.fit_state import FitState
-from plnlp_core.fitting import EpochResult, FitResult, fit
 from plnlp_core.graph import TrainingGraph, WalkRounds
+from plnlp_core.training.fit_state import FitState
+from plnlp_core.training.fitting import EpochResult, FitResult, fit
 
 
 @dataclass
@@ -47,7 +47,7 @@ def prepare_experiment(
 
     Worker ``rank`` of ``world_size`` ranks the positives
     ``rank::world_size``; ``walks`` must be its share already (the
-    pipeline's :class:`~components.training.walk_rounds.ParquetWalkRounds`). Without
+    pipeline's :class:`~components.train.walk_rounds.ParquetWalkRounds`). Without
     ``walks``, a config that uses random walks draws its rounds here, seeded
     by ``config.seed``: the pairs the pipeline's ``augment`` stage writes.
     The model's weights are drawn from ``config.seed``.
@@ -66,6 +66,6 @@ def run_experiment(
     resume: FitState | None = None,
 ) -> FitResult:
     """Trains ``experiment`` for ``config.epochs``, evaluating on rank 0
-    (see :func:`~plnlp_core.fitting.fit`), going on after ``resume``."""
+    (see :func:`~plnlp_core.training.fitting.fit`), going on after ``resume``."""
     return fit(experiment.model, experiment.config, experiment.split, experiment.graph,
                experiment.world_size, experiment.rank, on_epoch=on_epoch, resume=resume)

@@ -8,8 +8,8 @@ from unittest import mock
 
 from kfp import local
 
-from pipelines.kubeflow_pipeline.cluster import ClusterSettings
-from pipelines.kubeflow_pipeline.graph import build_pipeline
+from pipelines.runtime.kubeflow.cluster import ClusterSettings
+from pipelines.runtime.kubeflow.graph import build_pipeline
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

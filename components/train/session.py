@@ -1,6 +1,6 @@
 """Where a training function runs: a Ray Train worker of a worker group,
 or a sweep trial's own actor, which trains alone without starting Ray
-Train. Both give :func:`components.training.worker.train_with` the same
+Train. Both give :func:`components.train.worker.train_with` the same
 few things: the worker's rank, the run's storage folder, the checkpoint to
 go on from, a way to report, and the model's device."""
 import threading

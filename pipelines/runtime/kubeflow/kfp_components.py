@@ -1,23 +1,23 @@
 """The Kubeflow pipeline's steps as kfp components: load, augment, train,
 evaluate and the optional sweep, each a shell with typed inputs and outputs
-around its work in :mod:`pipelines.kubeflow_pipeline.steps`.
+around its work in :mod:`pipelines.runtime.kubeflow.steps`.
 
 kfp ships each body to its container as source, without this module, so each
 body imports what it uses itself (the repository is on the container's
-``PYTHONPATH``: the image's, or :func:`~pipelines.kubeflow_pipeline.local_run.run_local`'s).
+``PYTHONPATH``: the image's, or :func:`~pipelines.runtime.kubeflow.local_run.run_local`'s).
 """
 from typing import NamedTuple
 
 from kfp import dsl
 from kfp.dsl import Dataset, Input, Metrics, Model, Output
 
-from pipelines.kubeflow_pipeline.cluster import BASE_IMAGE
+from pipelines.runtime.kubeflow.cluster import BASE_IMAGE
 
 
 @dsl.component(base_image=BASE_IMAGE, install_kfp_package=False)
 def load(dataset: str, data_root: str, work_dir: str, splits: Output[Dataset]) -> None:
     """Stage ``load``: the graph's canonical Parquet splits and ``meta.json``."""
-    from pipelines.kubeflow_pipeline.steps import load_step
+    from pipelines.runtime.kubeflow.steps import load_step
 
     load_step(dataset, data_root, work_dir, splits.path)
 
@@ -30,8 +30,8 @@ def augment(
     """Stage ``augment``: the random-walk pairs (Parquet, a folder per round),
     or, when the config walks not, an empty folder; ``num_pairs`` and
     ``rounds`` in its metadata."""
-    from pipelines.kubeflow_pipeline.step_request import step_request
-    from pipelines.kubeflow_pipeline.steps import augment_step
+    from pipelines.runtime.kubeflow.step_request import step_request
+    from pipelines.runtime.kubeflow.steps import augment_step
 
     request = step_request(dataset, preset, overrides, work_dir=work_dir, yes=yes)
     walked = augment_step(splits.path, request, walks.path)
@@ -50,8 +50,8 @@ def train(
     validation epoch's ``model.pt`` and the run's ``config.yaml``,
     ``metrics`` that epoch's validation metrics."""
     from components.artifacts import WalkArtifact
-    from pipelines.kubeflow_pipeline.step_request import step_request
-    from pipelines.kubeflow_pipeline.steps import train_step
+    from pipelines.runtime.kubeflow.step_request import step_request
+    from pipelines.runtime.kubeflow.steps import train_step
 
     request = step_request(dataset, preset, overrides, num_workers, cpus_per_worker, gpus,
                            work_dir=work_dir, max_failures=max_failures, experiment=experiment,
@@ -74,7 +74,7 @@ def evaluate(
     """Stage ``evaluate``: OGB's Evaluator on the best checkpoint; the
     ``final_*`` metrics go to ``metrics`` and to the train step's MLflow run,
     which ends FINISHED."""
-    from pipelines.kubeflow_pipeline.steps import evaluate_step
+    from pipelines.runtime.kubeflow.steps import evaluate_step
 
     for key, value in evaluate_step(splits.path, model.path, mlflow_run_id, experiment).items():
         metrics.log_metric(key, value)
@@ -91,8 +91,8 @@ def sweep(
     each trial's worker a GPU (the space's resources otherwise)."""
     from pathlib import Path
 
-    from pipelines.kubeflow_pipeline.steps import sweep_step
     from pipelines.planning.request import SweepRequest
+    from pipelines.runtime.kubeflow.steps import sweep_step
 
     sweep_step(SweepRequest(dataset, Path(space), overrides=tuple(overrides),
                             num_samples=num_samples or None, data_root=data_root or None,

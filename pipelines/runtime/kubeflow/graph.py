@@ -5,8 +5,8 @@ import os
 from kfp import dsl
 from kfp.dsl import Metrics
 
-from pipelines.kubeflow_pipeline.cluster import STEP_ENV, ClusterSettings
-from pipelines.kubeflow_pipeline.components import augment, evaluate, load, sweep, train
+from pipelines.runtime.kubeflow.cluster import STEP_ENV, ClusterSettings
+from pipelines.runtime.kubeflow.kfp_components import augment, evaluate, load, sweep, train
 
 GPU = "nvidia.com/gpu"
 

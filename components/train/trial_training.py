@@ -8,19 +8,19 @@ import ray.train
 import torch
 
 from components.storage.location import Location
-from components.training.checkpoints import newest_checkpoint
-from components.training.session import TrialSession
-from components.training.worker import train_with
+from components.train.checkpoints import newest_checkpoint
+from components.train.session import TrialSession
+from components.train.worker import train_with
 
 
 def train_in_trial(loop_config: dict, folder: Location, callbacks: list[ray.train.UserCallback],
                    cpus: int, use_gpu: bool, stop: threading.Event) -> str:
-    """Trains as :func:`components.training.worker.train_worker` does, in
+    """Trains as :func:`components.train.worker.train_worker` does, in
     this process, on ``cpus`` threads (and the GPU Ray gave it, with
     ``use_gpu``), checkpointing into ``folder`` (where Ray Train would);
     ``callbacks`` see each report. A restarted trial goes on from the
     newest complete checkpoint there; ``stop`` ends the training after the
-    current epoch (:class:`~components.training.session.TrialStopped`).
+    current epoch (:class:`~components.train.session.TrialStopped`).
     Returns the path of the newest checkpoint, in ``folder``'s file system."""
     torch.set_num_threads(cpus)
     train_with(loop_config, TrialSession(folder, callbacks, use_gpu, stop))

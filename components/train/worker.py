@@ -13,25 +13,25 @@ from components.heart import read_heart_negatives
 from components.storage.location import location
 from components.storage.parquet_io import read_node_ids, read_split
 from components.storage.stage_cache import local_entry
-from components.training.checkpoints import (
+from components.train.checkpoints import (
     HISTORY_FILE,
     TIMING_FILE,
     checkpoint_epoch,
     newest_complete,
     stored_checkpoints,
 )
-from components.training.epoch_reporter import EpochReporter
-from components.training.session import RayTrainSession, TrialSession
-from components.training.startup import mark
-from components.training.walk_rounds import ParquetWalkRounds
+from components.train.epoch_reporter import EpochReporter
+from components.train.session import RayTrainSession, TrialSession
+from components.train.startup import mark
+from components.train.walk_rounds import ParquetWalkRounds
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.experiment import prepare_experiment, run_experiment
-from plnlp_core.fit_state import FitState
+from plnlp_core.training.experiment import prepare_experiment, run_experiment
+from plnlp_core.training.fit_state import FitState
 
 
 def train_worker(loop_config: dict) -> None:
     """Ray Train's per-worker function: :func:`train_with` a
-    :class:`~components.training.session.RayTrainSession`."""
+    :class:`~components.train.session.RayTrainSession`."""
     train_with(loop_config, RayTrainSession())
 
 

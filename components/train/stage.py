@@ -1,6 +1,6 @@
 """Stage ``train``: Ray Train runs PLNLP on N workers (DDP, under a
 ``TorchTrainer``); each worker ranks its share of the positive pairs (see
-:func:`components.training.worker.train_worker`)."""
+:func:`components.train.worker.train_worker`)."""
 import json
 import threading
 from collections.abc import Collection
@@ -12,17 +12,17 @@ from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
 from components.artifacts import DatasetArtifact, HeartArtifact, TrainArtifact, WalkArtifact
 from components.recording.epoch_logger import EpochLogger
 from components.storage.location import Location, location
-from components.training.checkpoints import (
+from components.train.checkpoints import (
     BEST_DIR,
     BEST_FILE,
     HISTORY_FILE,
     TIMING_FILE,
     newest_checkpoint,
 )
-from components.training.startup import mark
-from components.training.trial_training import train_in_trial
-from components.training.worker import train_worker
-from components.training.workers import WorkerGroup
+from components.train.startup import mark
+from components.train.trial_training import train_in_trial
+from components.train.worker import train_worker
+from components.train.workers import WorkerGroup
 from plnlp_core.config import PLNLPConfig
 
 
@@ -51,7 +51,7 @@ def train(
 
     With ``stop`` (a sweep trial of one worker), trains in this process,
     with no Train worker group (see
-    :mod:`components.training.trial_training`); Tune restarts the trial
+    :mod:`components.train.trial_training`); Tune restarts the trial
     after a failure, and it goes on from its newest checkpoint. ``label``
     (a sweep's trial) heads each epoch's console line."""
     workers = workers or WorkerGroup()

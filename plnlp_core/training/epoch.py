@@ -4,8 +4,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from plnlp_core.config import PLNLPConfig
 from plnlp_core.errors import PLNLPError
-from plnlp_core.losses import LossFn
+from plnlp_core.losses import LOSSES, LossFn
 from plnlp_core.nn.model import unwrap
 from plnlp_core.sampling import NegativeSampler, PairScorer, draw_negatives
 
@@ -52,6 +53,12 @@ class StepOptions:
     clip_grad_norm: float | None = None
     world_size: int = 1
     precision: str = "fp32"
+
+    @classmethod
+    def from_config(cls, config: PLNLPConfig, world_size: int = 1) -> "StepOptions":
+        """The loss ``config.loss`` names and the step's settings of ``config``."""
+        return cls(LOSSES.get(config.loss), config.num_neg, config.negatives, config.l2,
+                   config.clip_grad_norm, world_size, config.precision)
 
 
 @dataclass(frozen=True)

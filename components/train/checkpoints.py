@@ -1,7 +1,7 @@
 """The layout of a training run's checkpoints, read by the ``train`` stage
 (which writes them), the ``evaluate`` stage and ``--resume``.
 
-A checkpoint folder holds each worker's :class:`plnlp_core.fit_state.FitState`,
+A checkpoint folder holds each worker's :class:`plnlp_core.training.fit_state.FitState`,
 ``history.json`` (every epoch's metrics so far), ``shapes.json`` (the
 model's parameter shapes), ``timing.json`` (``fit_seconds``, the worker's
 start-up marks and ``epoch_ends``, when each epoch ended) and, once
@@ -25,7 +25,7 @@ import torch
 from components.artifacts import CHECKPOINT_FILE
 from components.storage.location import Location, location
 from plnlp_core.data.datasets import cache_dir
-from plnlp_core.fit_state import FitState
+from plnlp_core.training.fit_state import FitState
 
 BEST_FILE = "best.json"
 BEST_DIR = "best"

@@ -1,4 +1,4 @@
-"""What :func:`~plnlp_core.fitting.fit` needs to go on after an epoch,
+"""What :func:`~plnlp_core.training.fitting.fit` needs to go on after an epoch,
 so a run that stops can continue where it left off."""
 from dataclasses import dataclass
 from pathlib import Path
