@@ -32,7 +32,7 @@ import torch
 from timing import timed
 
 from components.recording.metric_names import run_metrics
-from components.storage.location import Location, location
+from components.storage.location import Location
 from components.train.checkpoints import write_checkpoint
 from pipelines.planning.presets import load_preset
 from plnlp_core.assembly import build_model
@@ -164,8 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["AWS_ENDPOINT_URL"] = endpoint
         make_bucket(args.bucket)
         folder = Path(scratch)
-        works = {"local folder": location(folder / "work"),
-                 "S3": location(f"s3://{args.bucket}/bench-{os.getpid()}")}
+        works = {"local folder": Location(folder / "work"),
+                 "S3": Location(f"s3://{args.bucket}/bench-{os.getpid()}")}
         if not args.skip_pipeline:
             runs = {name: pipeline_run(work.uri, args.epochs, data_root, folder)
                     for name, work in works.items()}

@@ -1,11 +1,11 @@
-"""The typed inputs and outputs passed between stages."""
-import json
-from dataclasses import asdict, dataclass, field
+"""The typed inputs and outputs passed between stages: where an output lives
+is a :class:`~components.storage.location.Location` (a folder, local or in
+object storage), pickled with the artifact into Ray tasks and workers."""
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from plnlp_core.data.datasets import DATASETS, DatasetInfo
-
-META_FILE = "meta.json"
+from components.storage.location import Location
+from components.storage.split_meta import DatasetMeta
 
 
 @dataclass(frozen=True)
@@ -16,47 +16,12 @@ class DatasetArtifact:
     ``dst`` and, where the dataset has them, ``weight`` and ``year``),
     ``valid_neg.parquet`` and ``test_{pos,neg}.parquet`` (``src``, ``dst``),
     ``node_features.parquet`` (``x``, one list per node) when the dataset has
-    features, ``meta.json`` (``DatasetMeta``) and the stage cache's
-    ``manifest.json`` (see :mod:`components.storage.stage_cache`).
+    features, ``meta.json`` (:class:`~components.storage.split_meta.DatasetMeta`)
+    and the stage cache's ``manifest.json`` (see :mod:`components.storage.stage_cache`).
     """
 
-    directory: str
-    meta: "DatasetMeta"
-
-
-@dataclass(frozen=True)
-class DatasetMeta:
-    """The small description ``meta.json`` holds; ``info`` is the whole
-    :class:`DatasetInfo` of a graph outside OGB's registry (a user's own);
-    ``categories`` is what the node features hold as one categorical column
-    (:func:`plnlp_core.nn.node_input.summarize_categories`), so that a bad
-    ``feature_categories`` is refused before training."""
-
-    dataset: str
-    num_nodes: int
-    directed: bool
-    feature_dim: int
-    metric: str
-    num_train_edges: int
-    info: dict | None = None
-    categories: dict | None = None  # the node features as one categorical column, checked
-
-    def write(self, directory: Path) -> None:
-        (directory / META_FILE).write_text(json.dumps(asdict(self), indent=2))
-
-    @classmethod
-    def read(cls, directory: Path) -> "DatasetMeta":
-        return cls.from_json((directory / META_FILE).read_text())
-
-    @classmethod
-    def from_json(cls, text: str) -> "DatasetMeta":
-        return cls(**json.loads(text))
-
-    def dataset_info(self) -> DatasetInfo:
-        """The dataset's :class:`DatasetInfo`: its own, or OGB's registered one."""
-        if self.info is None:
-            return DATASETS.get(self.dataset)
-        return DatasetInfo(**{**self.info, "hits_k": tuple(self.info["hits_k"])})
+    directory: Location
+    meta: DatasetMeta
 
 
 @dataclass(frozen=True)
@@ -65,12 +30,13 @@ class WalkArtifact:
     sets, each a folder ``round-<r>`` of Parquet parts with columns ``src``,
     ``dst``, ``weight`` under ``directory``."""
 
-    directory: str
+    directory: Location
     num_pairs: int
     rounds: int = 1
 
     def round_directory(self, index: int) -> Path:
-        return Path(self.directory) / f"round-{index:04d}"
+        """The folder of round ``index`` of walks held in a local folder."""
+        return self.directory.local_path() / f"round-{index:04d}"
 
 
 @dataclass(frozen=True)
@@ -82,7 +48,7 @@ class HeartArtifact:
     :func:`plnlp_core.scoring.hard_negatives.hard_negatives`), and
     ``ceiling.json``, what a perfect predictor reaches on them."""
 
-    directory: str
+    directory: Location
     num_negatives: int
     mode: str = "heart"
 
@@ -100,7 +66,7 @@ class TrainArtifact:
     holds rank 0's start-up marks (see :mod:`components.train.startup`) when the
     last attempt started from scratch."""
 
-    checkpoint_dir: str
+    checkpoint_dir: Location
     best_epoch: int
     best_metrics: dict[str, float]
     history: list[dict[str, float]] = field(default_factory=list)

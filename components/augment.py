@@ -14,8 +14,10 @@ from torch import Tensor
 
 from components.artifacts import DatasetArtifact, WalkArtifact
 from components.scheduling import ANYWHERE
+from components.storage.location import Location
+from components.storage.manifest import content_digest
 from components.storage.parquet_io import pairs_table, read_split
-from components.storage.stage_cache import cached, content_digest, local_entry
+from components.storage.stage_cache import cached, local_entry
 from plnlp_core import random_walk
 from plnlp_core.assembly import walk_graph
 from plnlp_core.config import PLNLPConfig
@@ -36,7 +38,7 @@ def _walk_chunk(
     return pairs_table(pairs, weight=weights)
 
 
-def augment(dataset: DatasetArtifact, config: PLNLPConfig, cache_root: str,
+def augment(dataset: DatasetArtifact, config: PLNLPConfig, cache_root: Location,
             num_chunks: int = 8) -> WalkArtifact:
     """Walks ``config.walk_length`` steps from each start node of the graph
     training uses, ``config.walk_rounds`` times, and writes the pairs and
@@ -52,7 +54,7 @@ def augment(dataset: DatasetArtifact, config: PLNLPConfig, cache_root: str,
     inputs = augment_inputs(dataset, config, chunk_size)
     entry = cached(cache_root, "augment", inputs,
                    lambda scratch: _walk_rounds(dataset, config, num_chunks, chunk_size, scratch))
-    return WalkArtifact(entry.uri, entry.parquet_rows(), config.walk_rounds)
+    return WalkArtifact(entry.location, entry.parquet_rows(), config.walk_rounds)
 
 
 def augment_inputs(dataset: DatasetArtifact, config: PLNLPConfig, chunk_size: int) -> dict:
@@ -73,7 +75,7 @@ def _walk_rounds(dataset: DatasetArtifact, config: PLNLPConfig, num_chunks: int,
     shared_starts = ray.put(starts)
     count = len(random_walk.walk_chunks(starts, chunk_size))
     runs = torch.arange(count).tensor_split(num_chunks)
-    layout = WalkArtifact(str(out), 0, config.walk_rounds)
+    layout = WalkArtifact(Location(out), 0, config.walk_rounds)
     parts = {}
     for r in range(config.walk_rounds):
         folder = layout.round_directory(r)

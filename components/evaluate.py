@@ -44,7 +44,7 @@ from components.artifacts import (
 )
 from components.heart import read_heart_negatives
 from components.scheduling import ANYWHERE
-from components.storage.location import Location, local_copy, location, node_scratch_dir
+from components.storage.location import Location, local_copy, node_scratch_dir
 from components.storage.parquet_io import read_node_ids, read_split
 from components.storage.stage_cache import local_entry
 from plnlp_core.assembly import build_input_adjacency, build_model, input_edges
@@ -84,7 +84,7 @@ def finish(
 
 def finish_model(
     model: nn.Module, split: LinkSplit, adj: Tensor, config: PLNLPConfig, node_ids: NodeIds,
-    directory: "str | Path | Location", metrics: dict[str, float] | None = None,
+    directory: Location, metrics: dict[str, float] | None = None,
     heart_negatives: HardNegatives | None = None,
 ) -> dict[str, float]:
     """A trained model's finish, the same for the main job and the kubeflow
@@ -101,7 +101,7 @@ def finish_model(
 def export_best(
     model: nn.Module, best_state: dict[str, Tensor], best_metrics: dict[str, float],
     split: LinkSplit, adj: Tensor, config: PLNLPConfig, node_ids: NodeIds,
-    directory: "str | Path | Location", heart_negatives: HardNegatives | None = None,
+    directory: Location, heart_negatives: HardNegatives | None = None,
 ) -> None:
     r"""The Train worker's finish: loads ``best_state`` into ``model``
     (unwrapping DDP) and :func:`finish_model`\ es it on the model's device
@@ -131,7 +131,7 @@ def load_trained(
 
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
 def evaluate_and_export(
-    dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig, directory: str,
+    dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig, directory: Location,
     heart: HeartArtifact | None = None,
 ) -> None:
     """The best checkpoint's ``final_*`` metrics and its
@@ -161,7 +161,7 @@ def evaluate_heuristic(
 
 def evaluate_and_log_model(
     dataset: DatasetArtifact, trained: TrainArtifact, config: PLNLPConfig,
-    directory: "str | Path | Location", heart: HeartArtifact | None = None,
+    directory: Location, heart: HeartArtifact | None = None,
 ) -> dict[str, float]:
     """The ``final_*`` metrics and the MLflow ``model`` of the checkpoint
     ``trained`` alone (a training whose worker did not export, as the
@@ -170,12 +170,11 @@ def evaluate_and_log_model(
     ``directory`` (storage the driver sees), reading the split and the
     checkpoint once; with ``heart``, scored on HeaRT's negatives too.
     Returns the metrics."""
-    ray.get(evaluate_and_export.remote(dataset, trained, config, location(directory).uri,
-                                       heart))
+    ray.get(evaluate_and_export.remote(dataset, trained, config, directory, heart))
     return log_final(directory)
 
 
-def log_final(directory: "str | Path | Location") -> dict[str, float]:
+def log_final(directory: Location) -> dict[str, float]:
     """Logs the ``final_*`` metrics and the scorer in ``directory`` (see
     :func:`write_final`) as the active run's metrics and ``model``; returns
     the metrics."""
@@ -185,17 +184,16 @@ def log_final(directory: "str | Path | Location") -> dict[str, float]:
 
     final, id_kind = read_final(directory)
     log_metrics(final)
-    with local_copy(location(directory) / SCORER_DIR) as scorer:
+    with local_copy(directory / SCORER_DIR) as scorer:
         log_link_model(scorer, id_kind)
     return final
 
 
-def write_final(directory: "str | Path | Location", final: dict[str, float],
+def write_final(directory: Location, final: dict[str, float],
                 scorer: LinkScorer) -> None:
     """Writes ``scorer`` into ``directory/scorer``, then ``final`` and the
     kind of the scorer's node ids into ``directory/final.json`` (in object
     storage: the scorer's files uploaded from this node, the marker last)."""
-    directory = location(directory)
     clear_final(directory)
     marker = json.dumps({"metrics": final, "id_kind": scorer.node_ids.kind})
     if directory.is_local:
@@ -207,10 +205,9 @@ def write_final(directory: "str | Path | Location", final: dict[str, float],
     (directory / FINAL_FILE).write_text(marker)
 
 
-def read_final(directory: "str | Path | Location") -> tuple[dict[str, float], str]:
+def read_final(directory: Location) -> tuple[dict[str, float], str]:
     """The ``final_*`` metrics and the node ids' kind :func:`write_final`
     wrote into ``directory``."""
-    directory = location(directory)
     try:
         final = json.loads((directory / FINAL_FILE).read_text())
     except FileNotFoundError:
@@ -220,9 +217,8 @@ def read_final(directory: "str | Path | Location") -> tuple[dict[str, float], st
     return final["metrics"], final["id_kind"]
 
 
-def clear_final(directory: "str | Path | Location") -> None:
+def clear_final(directory: Location) -> None:
     """Removes what :func:`write_final` wrote into ``directory``, marker first."""
-    directory = location(directory)
     marker = directory / FINAL_FILE
     if marker.exists():
         marker.filesystem.delete_file(marker.path)

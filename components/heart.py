@@ -18,9 +18,10 @@ import torch
 
 from components.artifacts import DatasetArtifact, HeartArtifact
 from components.scheduling import ANYWHERE
-from components.storage.location import Location, local_copy, location
+from components.storage.location import Location, local_copy
+from components.storage.manifest import content_digest
 from components.storage.parquet_io import fixed_size_rows, read_split, rows_tensor
-from components.storage.stage_cache import cached, content_digest, local_entry
+from components.storage.stage_cache import cached, local_entry
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.errors import PLNLPError
 from plnlp_core.scoring.heart import HardNegatives, split_heart_negatives
@@ -40,16 +41,17 @@ def heart_stage(dataset: DatasetArtifact, config: PLNLPConfig, cpus: int = 1,
     """HeaRT's negatives for ``config`` (``None`` when ``heart_negatives`` is
     0), cached under ``cache_root`` (default: beside ``dataset``'s splits):
     built by the first run or sweep that asks, with ``cpus`` CPUs, and
-    reused by the rest."""
+    reused by the rest. HeaRT's files, when the config names them
+    (``heart_files``: a folder or a URI), become a Location here."""
     if not config.heart_negatives:
         return None
-    root = cache_root or location(dataset.directory).parent
-    return heart_negatives(dataset, config.heart_negatives, root.uri, cpus, config.heart_mode,
-                           config.heart_files)
+    files = Location(config.heart_files) if config.heart_files else None
+    return heart_negatives(dataset, config.heart_negatives, cache_root or dataset.directory.parent,
+                           cpus, config.heart_mode, files)
 
 
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
-def _build(dataset: DatasetArtifact, num_negatives: int, mode: str, files: str | None,
+def _build(dataset: DatasetArtifact, num_negatives: int, mode: str, files: Location | None,
            threads: int) -> HardNegatives:
     """The negatives of each part (int32: node ids fit), returned to the
     builder (on a cluster the task may run on a node that does not see its
@@ -68,9 +70,9 @@ def _build(dataset: DatasetArtifact, num_negatives: int, mode: str, files: str |
                          {p: n.to(torch.int32) for p, n in hard.negatives.items()}, hard.ceiling)
 
 
-def heart_negatives(dataset: DatasetArtifact, num_negatives: int, cache_root: str,
+def heart_negatives(dataset: DatasetArtifact, num_negatives: int, cache_root: Location,
                     cpus: int = 1, mode: str = "heart",
-                    files: str | None = None) -> HeartArtifact:
+                    files: Location | None = None) -> HeartArtifact:
     """The entry of ``dataset``'s hard negatives, ``num_negatives`` a
     positive, under ``mode`` (``heart``, ``heart_filtered``), read from
     HeaRT's published ``files`` when given, under ``cache_root``: reused when
@@ -80,23 +82,22 @@ def heart_negatives(dataset: DatasetArtifact, num_negatives: int, cache_root: st
               "mode": mode, "files": _files_key(files), "version": HEART_VERSION}
     entry = cached(cache_root, "heart", inputs,
                    lambda scratch: _write(dataset, num_negatives, mode, files, cpus, scratch))
-    return HeartArtifact(entry.uri, num_negatives, mode)
+    return HeartArtifact(entry.location, num_negatives, mode)
 
 
-def _files_key(files: str | None) -> dict | None:
+def _files_key(files: Location | None) -> dict | None:
     """What names HeaRT's files in the entry's key: their folder, sizes and
     times (hashing two files of a gigabyte each would cost more than the
     check is worth)."""
     if files is None:
         return None
-    folder = location(files)
-    found = {name: info for name, info in folder.files().items()
-             if name in FILE_NAMES.values()} if folder.exists() else {}
-    return {"folder": str(folder),
+    found = {name: info for name, info in files.files().items()
+             if name in FILE_NAMES.values()} if files.exists() else {}
+    return {"folder": files.uri,
             "files": {name: [info.size, str(info.mtime)] for name, info in sorted(found.items())}}
 
 
-def _write(dataset: DatasetArtifact, num_negatives: int, mode: str, files: str | None,
+def _write(dataset: DatasetArtifact, num_negatives: int, mode: str, files: Location | None,
            cpus: int, out: Path) -> None:
     hard = ray.get(_build.options(num_cpus=cpus).remote(dataset, num_negatives, mode, files,
                                                         cpus))

@@ -9,10 +9,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import ray
 
-from components.artifacts import META_FILE, DatasetArtifact, DatasetMeta
+from components.artifacts import DatasetArtifact
 from components.scheduling import ANYWHERE
-from components.storage.location import Location, location, node_scratch_dir
+from components.storage.location import Location, node_scratch_dir
 from components.storage.parquet_io import NODE_IDS_FILE, write_split
+from components.storage.split_meta import META_FILE, DatasetMeta
 from components.storage.stage_cache import CacheEntry, cache_key, cached, local_entry, reuse
 from plnlp_core.data.datasets import DATASETS, DatasetInfo
 from plnlp_core.data.ogb_reader import load_ogb, split_type
@@ -27,39 +28,38 @@ LOAD_FORMAT = 2  # 2: own graphs leave out the Hits@K their negatives cannot tel
 
 
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
-def load_dataset(dataset: str, data_root: str, cache_root: str) -> DatasetArtifact:
+def load_dataset(dataset: str, data_root: Location, cache_root: Location) -> DatasetArtifact:
     """Loads ``dataset`` from OGB's folder under ``data_root`` (see
     :func:`plnlp_core.data.ogb_reader.load_ogb`; a folder in object storage is
     first copied to this node, see :func:`local_data_root`) into an entry
     of the stage cache at ``cache_root`` (see :class:`DatasetArtifact`), or
     reuses the entry written from the same files."""
     info = DATASETS.get(dataset)
-    source = location(data_root)
     preloaded = None
-    if source.is_local and not (source.local_path() / info.dir_name).is_dir():
-        preloaded = load_ogb(info, source.local_path())  # OGB downloads it, or says why not
-    inputs = load_inputs(info, source)
+    if data_root.is_local and not (data_root.local_path() / info.dir_name).is_dir():
+        preloaded = load_ogb(info, data_root.local_path())  # OGB downloads it, or says why not
+    inputs = load_inputs(info, data_root)
 
     def write(scratch: Path) -> None:
         write_split(preloaded if preloaded is not None
-                    else load_ogb(info, local_data_root(info, source)), scratch)
+                    else load_ogb(info, local_data_root(info, data_root)), scratch)
 
     return _artifact(cached(cache_root, "load", inputs, write))
 
 
-def loaded_dataset(dataset: str, data_root: str, cache_root: str) -> DatasetArtifact | None:
+def loaded_dataset(dataset: str, data_root: Location,
+                   cache_root: Location) -> DatasetArtifact | None:
     """The verified entry :func:`load_dataset` would reuse, read here
     without a Ray task (which would start a process and import torch and
     OGB for a lookup); ``None`` when there is none yet."""
     info = DATASETS.get(dataset)
-    source = location(data_root)
-    if source.is_local and not (source.local_path() / info.dir_name).is_dir():
+    if data_root.is_local and not (data_root.local_path() / info.dir_name).is_dir():
         return None
-    return _artifact(reuse(cache_root, "load", load_inputs(info, source)))
+    return _artifact(reuse(cache_root, "load", load_inputs(info, data_root)))
 
 
 def loaded_own_dataset(path: str, options: "OwnGraphOptions",
-                       cache_root: str) -> DatasetArtifact | None:
+                       cache_root: Location) -> DatasetArtifact | None:
     """As :func:`loaded_dataset`, for :func:`load_own_dataset`'s entry."""
     return _artifact(reuse(cache_root, "load", own_load_inputs(path, options)))
 
@@ -67,14 +67,14 @@ def loaded_own_dataset(path: str, options: "OwnGraphOptions",
 def _artifact(entry: CacheEntry | None) -> DatasetArtifact | None:
     if entry is None:
         return None
-    return DatasetArtifact(entry.uri, DatasetMeta.from_json(entry.read_text(META_FILE)))
+    return DatasetArtifact(entry.location, DatasetMeta.from_json(entry.read_text(META_FILE)))
 
 
-def load_inputs(info: DatasetInfo, data_root: "str | Path | Location") -> dict:
+def load_inputs(info: DatasetInfo, data_root: Location) -> dict:
     """What the ``load`` entry of ``info`` is keyed on: the dataset, its
     folder's absolute path or URI, and the relative path, size and mtime of
     every file the loader reads there (not their contents: ppa's are 700 MB)."""
-    folder = location(data_root) / info.dir_name
+    folder = data_root / info.dir_name
     found = folder.files()
     read = ["raw/num-node-list.csv.gz", "raw/node-feat.csv.gz",
             *sorted(name for name in found
@@ -124,7 +124,8 @@ class OwnGraphOptions:
 
 
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
-def load_own_dataset(path: str, options: OwnGraphOptions, cache_root: str) -> DatasetArtifact:
+def load_own_dataset(path: str, options: OwnGraphOptions,
+                     cache_root: Location) -> DatasetArtifact:
     """Reads the edge list or split folder at ``path`` into an entry of the
     stage cache at ``cache_root``, with the node id mapping
     (``node_ids.parquet``: ``id``, ``index``) and what reading dropped or

@@ -4,7 +4,6 @@ import threading
 import time
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import ray
 import ray.train
@@ -17,7 +16,7 @@ from components.recording.names import CHECKPOINTS_TAG
 from components.recording.reads import active_run_info, tracking_uri
 from components.recording.runs import tag_run, untag_run
 from components.recording.tracking import log_metrics, log_training
-from components.storage.location import Location, location
+from components.storage.location import Location
 from components.train.stage import train
 from components.train.startup import DRIVER_MARKS, startup_phases
 from components.train.workers import WorkerGroup
@@ -26,7 +25,7 @@ from plnlp_core.config import PLNLPConfig
 
 def train_and_evaluate(
     dataset: DatasetArtifact, config: PLNLPConfig, workers: WorkerGroup,
-    checkpoints: "str | Path | Location",
+    checkpoints: Location,
     max_failures: int = 3, callbacks: list[ray.train.UserCallback] = (),
     decision_epochs: Collection[int] = (), stop: threading.Event | None = None,
     heart: HeartArtifact | None = None, label: str | None = None,
@@ -42,7 +41,7 @@ def train_and_evaluate(
     checkpoints are removed once MLflow holds the best model. ``stop`` and ``label``: see
     :func:`train_in_run`."""
     config.validate_graph(dataset.meta.num_nodes, dataset.meta.categories)
-    cache_root = location(dataset.directory).parent  # walks are cached beside their splits
+    cache_root = dataset.directory.parent  # walks are cached beside their splits
     walks = augment(dataset, config, cache_root) if config.uses_random_walk else None
     if heart is None or (heart.num_negatives, heart.mode) != (config.heart_negatives,
                                                                config.heart_mode):
@@ -54,12 +53,12 @@ def train_and_evaluate(
 
 
 @contextmanager
-def run_checkpoints(checkpoints: "str | Path | Location") -> Iterator[Location]:
+def run_checkpoints(checkpoints: Location) -> Iterator[Location]:
     """The active MLflow run's training checkpoints, ``checkpoints/<run
     id>`` (its ``plnlp.checkpoints`` tag), removed with the tag when the
     block ends without an error, once MLflow holds the best model; a failed
     or interrupted run keeps them, so that ``--resume`` can go on from them."""
-    storage = location(checkpoints) / active_run_info().run_id
+    storage = checkpoints / active_run_info().run_id
     tag_run(CHECKPOINTS_TAG, storage.uri)
     yield storage
     storage.remove()

@@ -23,7 +23,7 @@ import re
 import sys
 from pathlib import Path
 
-from components.storage.location import is_uri, location
+from components.storage.location import Location, is_uri
 from pipelines.planning.arguments import add_request_args, add_worker_args, shared_request
 from pipelines.planning.run_plan import plan_run
 from pipelines.runtime.kubeflow.cluster import (
@@ -106,7 +106,7 @@ def _absolute(folder: str | None) -> str:
     store's URI as it is; none as ""."""
     if not folder:
         return ""
-    return folder if is_uri(folder) else location(folder).uri
+    return folder if is_uri(folder) else Location(folder).uri
 
 
 def compiled_defaults(args: argparse.Namespace) -> dict[str, object]:

@@ -48,23 +48,22 @@ def score(plan: RunPlan) -> dict[str, float]:
         log_validation_curves,
         summary_metrics,
     )
-    from components.storage.location import location
-    from components.train.checkpoints import checkpoint_root
+    from components.storage.location import Location
     from components.train.startup import mark
     from components.train_and_evaluate import train_and_evaluate
     from pipelines.runtime.load_stage import load_stage
-    from plnlp_core.data.datasets import data_root_setting
+    from pipelines.runtime.storage_roots import StorageRoots
 
     request = plan.request
-    dataset = load_stage(plan.source, request.graph, request.data_root, request.work_dir)
+    roots = StorageRoots.of(request.work_dir, request.data_root)
+    dataset = load_stage(plan.source, request.graph, roots)
     mark("load")
     log_graph(dataset)
     extra = plan.params()
     if plan.run_id is None:
         log_config(plan.config, extra, heuristic=plan.model != "plnlp")
         log_sources(str(plan.source.path.resolve()) if plan.source.path else plan.source.info.name,
-                    location(data_root_setting(request.data_root)).uri,
-                    request.work_dir and location(request.work_dir).uri)
+                    *roots.sources())
     # scipy's sparse products run on CPUs alone: as many as a worker holds
     cpus = request.workers.cpus_per_worker
     heart = heart_stage(dataset, plan.config, cpus)  # once for every seed
@@ -73,8 +72,8 @@ def score(plan: RunPlan) -> dict[str, float]:
             dataset, plan.model.split(":")[1], plan.config, heart))
         log_metrics(final)
         return final
-    checkpoints = location(plan.checkpoints) if plan.checkpoints \
-        else checkpoint_root(request.work_dir)
+    # a resumed run's checkpoints: the URI its tag holds
+    checkpoints = Location(plan.checkpoints) if plan.checkpoints else roots.checkpoints
     if plan.runs == 1:
         final = train_and_evaluate(dataset, plan.config, request.workers, checkpoints,
                                    request.max_failures, heart=heart)

@@ -29,7 +29,8 @@ WRITES = {"set_tag", "set_tags", "delete_tag", "start_run", "end_run", "create_r
 
 STAGE_MODULES = ("components.load", "components.augment", "components.train",
                  "components.evaluate", "components.heart", "components.train_and_evaluate",
-                 "components.storage.stage_cache", "components.storage.parquet_io")
+                 "components.storage.stage_cache", "components.storage.manifest",
+                 "components.storage.parquet_io")
 """What the recording wing may not import: the stages (the train stage with
 its workers' parts), one config's chain of them, the stage cache and the
 Parquet reader and writer."""

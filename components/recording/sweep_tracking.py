@@ -33,7 +33,7 @@ from components.recording.plots import plot_metric_by_setting
 from components.recording.reads import child_runs
 from components.recording.report_keys import EPOCH
 from components.recording.tracking import log_validation_curves
-from components.storage.location import location
+from components.storage.location import Location
 
 REASON_CHARS = 2000  # of a failed trial's reason, kept with its outcome
 
@@ -161,7 +161,7 @@ def close_trial_runs(parent_run_id: str) -> tuple[dict[str, TrialOutcome], dict[
         if run.info.status != status:
             client.set_terminated(run_id, status)
         if CHECKPOINTS_TAG in tags:  # left by a trial that did not finish
-            location(tags[CHECKPOINTS_TAG]).remove()
+            Location(tags[CHECKPOINTS_TAG]).remove()  # a tag holds the URI
             client.delete_tag(run_id, CHECKPOINTS_TAG)
         outcomes[trial_id], run_ids[trial_id] = outcome, run_id
     return outcomes, run_ids

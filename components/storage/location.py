@@ -22,6 +22,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -31,17 +32,27 @@ from plnlp_core.data.publishing import written_file
 from plnlp_core.errors import PLNLPError
 
 
+@dataclass(frozen=True)
 class Location:
-    """A folder or file, local or in object storage.
+    """A folder or file, local or in object storage: only its URI, so it
+    pickles into Ray tasks and workers, hashes and compares by it, and
+    resolves its file system in the process that uses it. Made once, where
+    a user's text or a local path comes in; written as :attr:`uri` wherever
+    JSON holds it.
 
     Args:
         uri (str): A URI with a scheme (``s3://bucket/prefix``), or a local
-            path (made absolute).
+            path (made absolute; a ``file://`` URI as its path).
     """
 
-    def __init__(self, uri: str | os.PathLike) -> None:
-        text = str(uri)
-        self.uri = text.rstrip("/") if is_uri(text) else str(Path(text).resolve())
+    uri: str
+
+    def __post_init__(self) -> None:
+        text = os.fspath(self.uri)
+        if text.startswith("file://"):
+            text = urlsplit(text).path
+        object.__setattr__(self, "uri", text.rstrip("/") if is_uri(text)
+                           else str(Path(text).resolve()))
 
     @property
     def is_local(self) -> bool:
@@ -66,12 +77,6 @@ class Location:
 
     def __truediv__(self, name: str) -> "Location":
         return Location(f"{self.uri}/{name}")
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Location) and other.uri == self.uri
-
-    def __hash__(self) -> int:
-        return hash(self.uri)
 
     def __str__(self) -> str:
         return self.uri
@@ -149,19 +154,10 @@ def is_uri(text: str) -> bool:
     return len(scheme) > 1 and scheme != "file"
 
 
-def location(value: "str | os.PathLike | Location") -> Location:
-    """``value`` as a :class:`Location` (a ``file://`` URI as its path)."""
-    if isinstance(value, Location):
-        return value
-    text = str(value)
-    return Location(urlsplit(text).path if text.startswith("file://") else text)
-
-
 @contextmanager
-def local_copy(folder: "str | Location") -> Iterator[Path]:
+def local_copy(folder: Location) -> Iterator[Path]:
     """The folder as a local path for the block: itself when local, else a
     temporary download removed afterwards."""
-    folder = location(folder)
     if folder.is_local:
         yield folder.local_path()
         return

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import torch
 from torch import Tensor
 
-from components.artifacts import DatasetMeta
+from components.storage.split_meta import DatasetMeta
 from plnlp_core.data.datasets import DATASETS, LinkSplit
 from plnlp_core.data.node_ids import NodeIds
 from plnlp_core.nn.node_input import summarize_categories

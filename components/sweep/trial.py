@@ -38,8 +38,9 @@ class SweepTrial(tune.Trainable):
 
     ``options`` holds ``tracking_uri``, ``experiment_id``, ``parent_run_id``,
     ``metric`` (the validation metric compared), ``workers`` (a
-    :class:`components.train.workers.WorkerGroup`), ``checkpoints`` (a folder),
-    ``max_failures`` and ``decision_epochs`` (the scheduler's rungs).
+    :class:`components.train.workers.WorkerGroup`), ``checkpoints`` (a
+    :class:`~components.storage.location.Location`), ``max_failures`` and
+    ``decision_epochs`` (the scheduler's rungs).
     """
 
     def setup(self, config: dict, base: dict, dataset: DatasetArtifact,

@@ -23,7 +23,7 @@ import pyarrow.fs as pafs
 import torch
 
 from components.artifacts import CHECKPOINT_FILE
-from components.storage.location import Location, location
+from components.storage.location import Location
 from plnlp_core.data.datasets import cache_dir
 from plnlp_core.training.fit_state import FitState
 
@@ -36,11 +36,11 @@ MANIFEST_FILE = "files-{rank}.json"
 CHECKPOINT_PREFIX = "checkpoint_epoch_"
 
 
-def checkpoint_root(work_dir: str | None) -> Location:
+def checkpoint_root(work_dir: Location | None) -> Location:
     """Where runs keep their training checkpoints: ``<work_dir>/runs`` (on a
     cluster, storage every node sees: a shared folder or object storage),
     else ``$PLNLP_CACHE_DIR/runs``."""
-    return location(work_dir or cache_dir()) / "runs"
+    return (work_dir or Location(cache_dir())) / "runs"
 
 
 def model_shapes(state: dict[str, torch.Tensor]) -> dict[str, object]:

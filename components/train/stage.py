@@ -11,7 +11,7 @@ from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
 
 from components.artifacts import DatasetArtifact, HeartArtifact, TrainArtifact, WalkArtifact
 from components.recording.epoch_logger import EpochLogger
-from components.storage.location import Location, location
+from components.storage.location import Location
 from components.train.checkpoints import (
     BEST_DIR,
     BEST_FILE,
@@ -28,7 +28,7 @@ from plnlp_core.config import PLNLPConfig
 
 def train(
     dataset: DatasetArtifact, walks: WalkArtifact | None, config: PLNLPConfig,
-    storage: "str | Location", workers: WorkerGroup | None = None,
+    storage: Location, workers: WorkerGroup | None = None,
     tracking_uri: str | None = None, run_id: str | None = None, max_failures: int = 3,
     callbacks: list[ray.train.UserCallback] = (), decision_epochs: Collection[int] = (),
     export: bool = False, stop: threading.Event | None = None,
@@ -58,23 +58,23 @@ def train(
     loop_config = {
         "config": config.to_dict(), "dataset_dir": dataset.directory, "walks": walks,
         "decision_epochs": sorted(decision_epochs),
-        "export_dir": location(storage).uri if export else None, "heart": heart,
+        "export_dir": storage if export else None, "heart": heart,
         "label": label,
     }
     name = f"plnlp-{config.dataset}-{run_id or 'run'}"
     callbacks = [*([EpochLogger(tracking_uri, run_id)] if run_id else []), *callbacks]
     mark("augment")  # the walks, if any, are at hand
     if stop is not None:
-        newest = train_in_trial(loop_config, location(storage) / name, callbacks,
+        newest = train_in_trial(loop_config, storage / name, callbacks,
                                 workers.cpus_per_worker, workers.use_gpu, stop)
     else:
-        newest = fit_worker_group(loop_config, workers, location(storage), name, max_failures,
+        newest = fit_worker_group(loop_config, workers, storage, name, max_failures,
                                   callbacks)
-    checkpoint = location(storage).relative(newest)
+    checkpoint = storage.relative(newest)
     best = json.loads((checkpoint / BEST_DIR / BEST_FILE).read_text())
     history = json.loads((checkpoint / HISTORY_FILE).read_text())
     timing = json.loads((checkpoint / TIMING_FILE).read_text())
-    return TrainArtifact((checkpoint / BEST_DIR).uri, best["epoch"], best["metrics"], history,
+    return TrainArtifact(checkpoint / BEST_DIR, best["epoch"], best["metrics"], history,
                          timing["fit_seconds"], timing.get("startup", {}))
 
 

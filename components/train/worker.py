@@ -10,7 +10,7 @@ import torch.distributed as dist
 
 from components.evaluate import export_best
 from components.heart import read_heart_negatives
-from components.storage.location import location
+from components.storage.location import Location
 from components.storage.parquet_io import read_node_ids, read_split
 from components.storage.stage_cache import local_entry
 from components.train.checkpoints import (
@@ -57,7 +57,8 @@ def train_with(loop_config: dict, session: "RayTrainSession | TrialSession") -> 
     mark("read_split", startup)
     walks = loop_config["walks"]
     rounds = None if walks is None else ParquetWalkRounds(
-        dataclasses.replace(walks, directory=str(local_entry(walks.directory))), rank, world_size)
+        dataclasses.replace(walks, directory=Location(local_entry(walks.directory))), rank,
+        world_size)
     experiment = prepare_experiment(config, split, rounds, rank, world_size)
     mark("experiment", startup)
     experiment.model = session.prepare_model(experiment.model)
@@ -82,7 +83,7 @@ def train_with(loop_config: dict, session: "RayTrainSession | TrialSession") -> 
         heart = loop_config.get("heart")
         export_best(experiment.model, result.best_state, result.best_metrics, split,
                     experiment.graph.adj, config,
-                    read_node_ids(dataset_dir, split.num_nodes), location(export_dir),
+                    read_node_ids(dataset_dir, split.num_nodes), export_dir,
                     None if heart is None else read_heart_negatives(heart))
 
 

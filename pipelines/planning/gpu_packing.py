@@ -17,7 +17,7 @@ from plnlp_core.errors import PLNLPError
 from plnlp_core.memory_estimate import MIB, peak_gpu_bytes
 
 if TYPE_CHECKING:
-    from components.artifacts import DatasetMeta
+    from components.storage.split_meta import DatasetMeta
 
 HEADROOM = 0.1
 """The fraction of a GPU's memory left free of the trials' estimates."""

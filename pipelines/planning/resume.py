@@ -20,7 +20,7 @@ from components.recording.reads import (
     tracking_uri,
 )
 from components.recording.store import check_tracking_store
-from components.storage.location import is_uri, location
+from components.storage.location import Location, is_uri
 from components.train.checkpoints import SHAPES_FILE
 from pipelines.planning.presets import parse_overrides
 from pipelines.planning.request import GraphSource, RunPlan, RunRequest
@@ -73,7 +73,7 @@ def resumed_run(request: RunRequest, graph: Callable[[str], GraphSource]) -> Run
         _check_shapes(each, config, info)
     _check_data(run_id, source, request.data_root)
     kept = [each.data.tags[CHECKPOINTS_TAG] for each in runs if CHECKPOINTS_TAG in each.data.tags]
-    resumed.checkpoints = location(kept[0]).parent.uri if kept else None
+    resumed.checkpoints = Location(kept[0]).parent.uri if kept else None
     return resumed
 
 
@@ -129,7 +129,7 @@ def _latest_shapes(run: Run) -> dict | None:
     storage = run.data.tags.get(CHECKPOINTS_TAG)
     if not storage:
         return None
-    folder = location(storage)
+    folder = Location(storage)
     found = sorted(((info.mtime_ns, name) for name, info in folder.files().items()
                     if name.rsplit("/", 1)[-1] == SHAPES_FILE), key=lambda item: item[0])
     return json.loads((folder / found[-1][1]).read_text()) if found else None

@@ -22,7 +22,7 @@ from components.recording.names import (
 )
 from components.recording.reads import active_run_info, child_runs, get_run, metric_history
 from components.recording.runs import end_other_run, end_run
-from components.storage.location import location
+from components.storage.location import Location
 from components.train.checkpoints import resumable_epoch
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -191,7 +191,7 @@ def epoch_reached(run_id: str) -> int:
     run = get_run(run_id)
     storage = run.data.tags.get(CHECKPOINTS_TAG)
     if storage:
-        return resumable_epoch(location(storage), int(run.data.params.get("num_workers", 1)))
+        return resumable_epoch(Location(storage), int(run.data.params.get("num_workers", 1)))
     return max((int(m.step) for m in metric_history(run_id, "train_loss")), default=0)
 
 

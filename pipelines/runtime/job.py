@@ -23,7 +23,7 @@ from components.recording.store import (
     tracking_store_lock,
 )
 from components.recording.tracking import clear_failure, mark_failed
-from components.storage.location import Location, check_listable, check_writable, is_uri, location
+from components.storage.location import Location, check_listable, check_writable, is_uri
 from components.train.startup import mark
 from components.train.workers import WorkerGroup
 from pipelines.runtime.home_folder import keep_home_clean
@@ -67,9 +67,9 @@ def check_storage(work_dir: str | None, data_root: str | None) -> None:
     """Refuses, before any work, a ``--work-dir`` in object storage that
     cannot be written and a ``--data-root`` there that cannot be listed."""
     if work_dir and is_uri(work_dir):
-        check_writable(location(work_dir), "--work-dir")
+        check_writable(Location(work_dir), "--work-dir")
     if data_root and is_uri(data_root):
-        check_listable(location(data_root), "--data-root")
+        check_listable(Location(data_root), "--data-root")
 
 
 def check_resources(workers: WorkerGroup) -> None:
@@ -100,7 +100,7 @@ def execute(
             with tracking_store_lock(tracking_uri()):
                 experiment_id = use_experiment(experiment)  # of two at once, one makes tables
             mark_training_experiment()
-            work = location(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
+            work = Location(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
             run = start_run(run_id=run_id, run_name=None if run_id
                             else distinct_run_name(experiment_id, run_name))
             mark("mlflow_run")

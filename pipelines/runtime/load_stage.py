@@ -13,23 +13,19 @@ from components.load import (
     loaded_dataset,
     loaded_own_dataset,
 )
-from components.storage.location import location
-from components.storage.stage_cache import stage_cache_root
 from pipelines.planning.request import GraphFlags, GraphSource
-from plnlp_core.data.datasets import data_root_setting
+from pipelines.runtime.storage_roots import StorageRoots
 
 
-def load_stage(source: GraphSource, graph: GraphFlags, data_root: str | None,
-               work_dir: str | None) -> DatasetArtifact:
-    """The ``load`` stage of ``source``: an OGB dataset under ``data_root``,
+def load_stage(source: GraphSource, graph: GraphFlags, roots: StorageRoots) -> DatasetArtifact:
+    """The ``load`` stage of ``source``: an OGB dataset under ``roots.data``,
     or a graph of one's own read as ``graph`` says. An output already in
-    the stage cache of ``work_dir`` is taken here; only a new one takes a
+    the stage cache of ``roots`` is taken here; only a new one takes a
     Ray task."""
-    cache = stage_cache_root(work_dir).uri
+    cache = roots.stages
     if source.path is None:
-        root = location(data_root_setting(data_root)).uri
-        return loaded_dataset(source.info.name, root, cache) \
-            or ray.get(load_dataset.remote(source.info.name, root, cache))
+        return loaded_dataset(source.info.name, roots.data, cache) \
+            or ray.get(load_dataset.remote(source.info.name, roots.data, cache))
     features = str(Path(graph.node_features).resolve()) if graph.node_features else None
     options = OwnGraphOptions(graph.split, graph.split_seed, graph.directed, features,
                               source.info.hits_k)

@@ -38,13 +38,13 @@ TUNE_INTERRUPT_NOTES = ("Stop signal received", "Experiment has been interrupted
                         "Trials did not complete")
 
 
-def tune_state(work_dir: str | None, run_id: str) -> "Location":
+def tune_state(work_dir: "Location | None", run_id: str) -> "Location":
     """Where a new sweep keeps its Ray Tune state: ``tune/<run id>`` under
     ``work_dir``, else under the cache, beside the runs' checkpoints."""
-    from components.storage.location import location
+    from components.storage.location import Location
     from plnlp_core.data.datasets import cache_dir
 
-    return location(work_dir or cache_dir()) / "tune" / run_id
+    return (work_dir or Location(cache_dir())) / "tune" / run_id
 
 
 def sweep(plan: SweepPlan) -> object:
@@ -58,16 +58,16 @@ def sweep(plan: SweepPlan) -> object:
     from components.recording.reads import active_run_info, get_run, tracking_uri
     from components.recording.runs import tag_run, untag_run
     from components.recording.tracking import log_config, log_sources, log_text
-    from components.storage.location import location
+    from components.storage.location import Location
     from components.sweep.trial import SweepTrial
-    from components.train.checkpoints import checkpoint_root
     from pipelines.planning.gpu_packing import pack_trials
     from pipelines.runtime.load_stage import load_stage
-    from plnlp_core.data.datasets import data_root_setting
+    from pipelines.runtime.storage_roots import StorageRoots
 
     request, source = plan.request, plan.source
     parent = active_run_info()
-    dataset = load_stage(source, request.graph, request.data_root, request.work_dir)
+    roots = StorageRoots.of(request.work_dir, request.data_root)
+    dataset = load_stage(source, request.graph, roots)
     if request.trials_per_gpu is not None:
         resources, packing = pack_trials(request.trials_per_gpu, plan.space, dataset.meta,
                                          gpu_memory_bytes())
@@ -78,11 +78,10 @@ def sweep(plan: SweepPlan) -> object:
         log_config(space.base, space.describe(), exclude=space.searched)
         log_text(request.space.read_text(), SEARCH_SPACE_FILE)
         log_sources(str(source.path.resolve()) if source.path else source.info.name,
-                    location(data_root_setting(request.data_root)).uri,
-                    request.work_dir and location(request.work_dir).uri)
+                    *roots.sources())
     heart = heart_stage(dataset, space.base, space.resources.cpus_per_worker)  # for every trial
     options = {"tracking_uri": tracking_uri(), "metric": space.metric, "heart": heart,
-               "checkpoints": checkpoint_root(request.work_dir).uri,
+               "checkpoints": roots.checkpoints,
                "max_failures": request.max_failures, "parent_run_id": parent.run_id,
                "experiment_id": parent.experiment_id, "workers": space.resources.worker_group(),
                "decision_epochs": space.decision_epochs(), "params": space.trial_params()}
@@ -90,11 +89,11 @@ def sweep(plan: SweepPlan) -> object:
         tune.with_parameters(SweepTrial, base=space.base.to_dict(), dataset=dataset,
                              options=options), trial_resources(space))
     if request.resume is not None:  # failed trials stay failed, as the trials' table has them
-        state = location(get_run(parent.run_id).data.tags[TUNE_STATE_TAG])
+        state = Location(get_run(parent.run_id).data.tags[TUNE_STATE_TAG])  # the tag's URI
         tuner = tune.Tuner.restore(state.uri, trainable, resume_unfinished=True,
                                    resume_errored=False, restart_errored=False)
     else:  # from here on, an interrupt leaves a sweep that --resume goes on with
-        state = tune_state(request.work_dir, parent.run_id)
+        state = tune_state(roots.work, parent.run_id)
         tag_run(TUNE_STATE_TAG, state.uri)
         tuner = new_tuner(space, trainable, state, parent.run_id, request.verbose,
                           request.max_failures)

@@ -11,7 +11,7 @@ from pyarrow.fs import LocalFileSystem
 
 import components.train.epoch_reporter as reporting
 from components.recording.report_keys import EPOCHS, RESTORED_FROM
-from components.storage.location import location
+from components.storage.location import Location
 from components.train.checkpoints import checkpoint_name, stored_checkpoints, write_checkpoint
 from components.train.epoch_reporter import (
     CHECKPOINT,
@@ -42,7 +42,7 @@ def clock(monkeypatch) -> Clock:
 
 
 def reporter(checkpoint_every: int, decision_epochs=(), session=None) -> EpochReporter:
-    session = session or TrialSession(location("/nonexistent"), [], False, threading.Event())
+    session = session or TrialSession(Location("/nonexistent"), [], False, threading.Event())
     return EpochReporter(session, epochs=50, checkpoint_every=checkpoint_every,
                          main_metric="hits_20", decision_epochs=decision_epochs)
 
@@ -89,7 +89,7 @@ def test_a_schedulers_rung_reports_at_once_when_evaluated(clock):
 
 
 def test_a_sweep_trials_epoch_line_names_the_trial(clock, capfd):
-    session = TrialSession(location("/nonexistent"), [], False, threading.Event())
+    session = TrialSession(Location("/nonexistent"), [], False, threading.Event())
     trial = EpochReporter(session, epochs=4, checkpoint_every=25, main_metric="hits_20",
                           label="lr=0.05-num_neg=3")
     trial._print({"epoch": 2, "train_loss": 0.5, "epoch_seconds": 0.2, "valid_hits_20": 0.1})
@@ -124,7 +124,7 @@ class Recorder(ray.train.UserCallback):
 @pytest.fixture
 def session(tmp_path: Path) -> TrialSession:
     """A worker training alone, its storage under ``tmp_path``."""
-    return TrialSession(location(tmp_path), [Recorder()], use_gpu=False, stop=threading.Event())
+    return TrialSession(Location(tmp_path), [Recorder()], use_gpu=False, stop=threading.Event())
 
 
 @pytest.fixture

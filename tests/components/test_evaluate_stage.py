@@ -15,6 +15,7 @@ from components.evaluate import (
     finish,
     read_final,
 )
+from components.storage.location import Location
 from plnlp_core.assembly import build_input_adjacency, build_model
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.node_ids import NodeIds
@@ -36,8 +37,8 @@ def test_the_best_state_is_exported_with_its_metrics_as_final(ddi_standin_split,
     trained_on = build_model(SMALL, split.info, split.num_nodes)  # a later, worse state
     metrics = {"valid_hits_20": 0.25, "test_hits_20": 0.125}
     export_best(trained_on, best.state_dict(), metrics, split, adj, SMALL,
-                NodeIds(split.num_nodes), tmp_path)
-    final, id_kind = read_final(tmp_path)
+                NodeIds(split.num_nodes), Location(tmp_path))
+    final, id_kind = read_final(Location(tmp_path))
     assert final == {"final_valid_hits_20": 0.25, "final_test_hits_20": 0.125}
     assert id_kind == "long"
     pairs = split.test_neg[:40]
@@ -51,13 +52,13 @@ def test_a_missing_export_is_one_sentence_and_clearing_removes_a_stale_one(
     ddi_standin_split, tmp_path: Path,
 ):
     with pytest.raises(PLNLPError, match=r"without writing its final metrics .* --resume"):
-        read_final(tmp_path)
+        read_final(Location(tmp_path))
     (tmp_path / SCORER_DIR).mkdir()
     (tmp_path / FINAL_FILE).write_text(json.dumps({"metrics": {}, "id_kind": "long"}))
-    clear_final(tmp_path)
+    clear_final(Location(tmp_path))
     assert not (tmp_path / FINAL_FILE).exists() and not (tmp_path / SCORER_DIR).exists()
     with pytest.raises(PLNLPError):
-        read_final(tmp_path)
+        read_final(Location(tmp_path))
 
 
 def test_a_heuristic_s_final_keys_come_from_the_same_finish(ddi_standin_split):

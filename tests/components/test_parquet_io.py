@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from components.artifacts import DatasetMeta
 from components.storage.parquet_io import read_split, write_split
+from components.storage.split_meta import DatasetMeta
 from plnlp_core.data.datasets import DATASETS, LinkSplit
 from plnlp_core.data.ogb_reader import load_ogb
 from tests.standin import write_citation2_standin, write_collab_standin, write_ddi_standin

@@ -13,17 +13,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from components.artifacts import DatasetArtifact, DatasetMeta
+from components.artifacts import DatasetArtifact
 from components.augment import augment, augment_inputs
 from components.load import load_dataset, load_inputs
-from components.storage.stage_cache import (
-    MANIFEST,
-    cache_key,
-    cached,
-    content_digest,
-    stage_cache_root,
-    verify,
-)
+from components.storage.location import Location
+from components.storage.manifest import MANIFEST, content_digest, verify
+from components.storage.split_meta import DatasetMeta
+from components.storage.stage_cache import cache_key, cached, stage_cache_root
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 
@@ -58,7 +54,7 @@ def file_stats(folder: Path) -> dict[str, tuple[int, int]]:
 
 
 def test_entry_records_every_file_and_the_inputs(tmp_path, capsys):
-    entry = cached(tmp_path, "demo", INPUTS, Writer())
+    entry = cached(Location(tmp_path), "demo", INPUTS, Writer())
     assert entry.path == tmp_path / f"demo-{cache_key('demo', INPUTS)}"
     assert f"building demo output {entry.path}" in capsys.readouterr().out
     files = entry.manifest["files"]
@@ -67,15 +63,15 @@ def test_entry_records_every_file_and_the_inputs(tmp_path, capsys):
     assert files["meta.json"]["size"] == (entry.path / "meta.json").stat().st_size
     assert entry.manifest["inputs"] == INPUTS and entry.parquet_rows() == 103
     assert verify(entry.path)[0] is None
-    assert content_digest(entry.path) == entry.digest
+    assert content_digest(entry.location) == entry.digest
 
 
 def test_an_unchanged_rerun_reuses_the_entry_without_rebuilding(tmp_path, capsys):
     writer = Writer()
-    first = cached(tmp_path, "demo", INPUTS, writer)
+    first = cached(Location(tmp_path), "demo", INPUTS, writer)
     before = file_stats(first.path)
     capsys.readouterr()
-    again = cached(tmp_path, "demo", dict(reversed(INPUTS.items())), writer)
+    again = cached(Location(tmp_path), "demo", dict(reversed(INPUTS.items())), writer)
     assert again.path == first.path and writer.calls == 1
     assert file_stats(again.path) == before
     assert capsys.readouterr().out == f"reusing cached demo output {first.path}\n"
@@ -101,11 +97,11 @@ def alter_one_byte(path: Path) -> None:
 ], ids=["truncated", "altered-byte", "missing", "extra", "bad-manifest", "not-a-manifest"])
 def test_a_damaged_entry_is_detected_removed_and_rebuilt(tmp_path, capsys, damage, reason):
     writer = Writer()
-    first = cached(tmp_path, "demo", INPUTS, writer)
+    first = cached(Location(tmp_path), "demo", INPUTS, writer)
     damage(first.path)
     assert verify(first.path)[0] is not None
     capsys.readouterr()
-    rebuilt = cached(tmp_path, "demo", INPUTS, writer)
+    rebuilt = cached(Location(tmp_path), "demo", INPUTS, writer)
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith(f"cached demo output {first.path} is not trusted (")
     assert reason in out[0] and out[1] == f"building demo output {first.path}"
@@ -120,8 +116,8 @@ def test_changed_inputs_give_a_new_key(tmp_path):
     assert cache_key("demo", changed) != cache_key("demo", INPUTS)
     assert cache_key("other", INPUTS) != cache_key("demo", INPUTS)
     assert cache_key("demo", INPUTS) == cache_key("demo", dict(reversed(INPUTS.items())))
-    assert cached(tmp_path, "demo", changed, Writer()).path != \
-        cached(tmp_path, "demo", INPUTS, Writer()).path
+    assert cached(Location(tmp_path), "demo", changed, Writer()).path != \
+        cached(Location(tmp_path), "demo", INPUTS, Writer()).path
 
 
 def test_a_builder_that_fails_midway_leaves_nothing(tmp_path):
@@ -130,7 +126,7 @@ def test_a_builder_that_fails_midway_leaves_nothing(tmp_path):
         raise RuntimeError("stage failed")
 
     with pytest.raises(RuntimeError, match="stage failed"):
-        cached(tmp_path, "demo", INPUTS, failing)
+        cached(Location(tmp_path), "demo", INPUTS, failing)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -143,7 +139,7 @@ def test_scratch_of_a_dead_process_is_removed_and_a_live_one_kept(tmp_path):
     live = tmp_path / f".{name}.partial-{host}-{os.getpid()}-0000"
     left.mkdir()
     live.mkdir()
-    cached(tmp_path, "demo", INPUTS, Writer())
+    cached(Location(tmp_path), "demo", INPUTS, Writer())
     assert not left.exists() and live.exists()
 
 
@@ -151,7 +147,8 @@ def test_two_builders_of_one_key_both_end_with_the_valid_entry(tmp_path, capsys)
     barrier = threading.Barrier(2)
     with ThreadPoolExecutor(2) as pool:
         entries = list(pool.map(lambda _: cached(
-            tmp_path, "demo", INPUTS, lambda folder: write_entry(folder, barrier)), range(2)))
+            Location(tmp_path), "demo", INPUTS, lambda folder: write_entry(folder, barrier)),
+            range(2)))
     assert entries[0].path == entries[1].path
     assert entries[0].manifest == entries[1].manifest
     assert verify(entries[0].path)[0] is None
@@ -164,25 +161,26 @@ def test_two_builders_of_one_key_both_end_with_the_valid_entry(tmp_path, capsys)
 def test_the_cache_lives_under_the_work_dir_else_the_cache_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("PLNLP_CACHE_DIR", str(tmp_path / "cache"))
     assert stage_cache_root(None).local_path() == tmp_path / "cache" / "stages"
-    assert stage_cache_root(str(tmp_path / "work")).local_path() == tmp_path / "work" / "stages"
-    assert stage_cache_root("s3://bucket/plnlp").uri == "s3://bucket/plnlp/stages"
+    work = Location(tmp_path / "work")
+    assert stage_cache_root(work).local_path() == tmp_path / "work" / "stages"
+    assert stage_cache_root(Location("s3://bucket/plnlp")).uri == "s3://bucket/plnlp/stages"
 
 
 def test_load_keys_on_the_files_it_reads(standin_root):
     ddi = DATASETS.get("ddi")
-    inputs = load_inputs(ddi, standin_root)
+    inputs = load_inputs(ddi, Location(standin_root))
     assert inputs["folder"] == str((standin_root / "ogbl_ddi").resolve())
     assert set(inputs["files"]) == {"raw/num-node-list.csv.gz", "split/target/train.pt",
                                     "split/target/valid.pt", "split/target/test.pt"}
     train_pt = standin_root / "ogbl_ddi" / "split" / "target" / "train.pt"
     stat = train_pt.stat()
     os.utime(train_pt, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-    assert cache_key("load", load_inputs(ddi, standin_root)) != cache_key("load", inputs)
+    assert cache_key("load", load_inputs(ddi, Location(standin_root))) != cache_key("load", inputs)
 
 
 def test_augment_keys_on_the_splits_and_the_walk_settings(tmp_path):
     (tmp_path / "train.bin").write_bytes(b"splits")
-    dataset = DatasetArtifact(str(tmp_path), DatasetMeta("ddi", 3, False, 0, "hits@20", 1))
+    dataset = DatasetArtifact(Location(tmp_path), DatasetMeta("ddi", 3, False, 0, "hits@20", 1))
     config = PLNLPConfig(walk_length=3)
     key = cache_key("augment", augment_inputs(dataset, config, 8))
     assert key == cache_key("augment", augment_inputs(dataset, config.replace(lr=0.5), 8))
@@ -198,28 +196,28 @@ def test_augment_keys_on_the_splits_and_the_walk_settings(tmp_path):
 @pytest.mark.slow
 def test_load_and_augment_reuse_their_entries_until_an_input_changes(
         ray_session, standin_root, tmp_path, capsys):
-    root = str(tmp_path / "stages")
-    first = ray_session.get(load_dataset.remote("ddi", str(standin_root), root))
-    assert Path(first.directory).parent == Path(root) and verify(Path(first.directory))[0] is None
-    before = file_stats(Path(first.directory))
-    assert ray_session.get(load_dataset.remote("ddi", str(standin_root), root)) == first
-    assert file_stats(Path(first.directory)) == before
+    root, data = Location(tmp_path / "stages"), Location(standin_root)
+    first = ray_session.get(load_dataset.remote("ddi", data, root))
+    assert first.directory.parent == root and verify(first.directory.local_path())[0] is None
+    before = file_stats(first.directory.local_path())
+    assert ray_session.get(load_dataset.remote("ddi", data, root)) == first
+    assert file_stats(first.directory.local_path()) == before
 
     config = PLNLPConfig(walk_length=3, walk_rounds=2)
     walks = augment(first, config, root, num_chunks=2)
     assert walks.num_pairs == sum(pq.read_table(walks.round_directory(r)).num_rows
                                   for r in range(2)) > 0
-    walked = file_stats(Path(walks.directory))
+    walked = file_stats(walks.directory.local_path())
     capsys.readouterr()
     assert augment(first, config, root, num_chunks=2) == walks
     assert capsys.readouterr().out == f"reusing cached augment output {walks.directory}\n"
-    assert file_stats(Path(walks.directory)) == walked
+    assert file_stats(walks.directory.local_path()) == walked
     assert augment(first, config.replace(walk_length=4), root, num_chunks=2).directory \
         != walks.directory
 
     train_pt = standin_root / "ogbl_ddi" / "split" / "target" / "train.pt"
     os.utime(train_pt, ns=(train_pt.stat().st_atime_ns, train_pt.stat().st_mtime_ns + 10**9))
-    touched = ray_session.get(load_dataset.remote("ddi", str(standin_root), root))
+    touched = ray_session.get(load_dataset.remote("ddi", data, root))
     assert touched.directory != first.directory and touched.meta == first.meta
     # the same splits rewritten: the walks on them are still reused
     assert augment(touched, config, root, num_chunks=2) == walks

@@ -6,12 +6,13 @@ import pytest
 import ray
 import torch
 
-from components.artifacts import DatasetMeta
 from components.augment import augment
 from components.evaluate import SCORER_DIR, evaluate_and_export, evaluate_heuristic, read_final
 from components.heart import heart_negatives, read_heart_negatives
 from components.load import load_dataset
+from components.storage.location import Location
 from components.storage.parquet_io import read_split
+from components.storage.split_meta import DatasetMeta
 from components.train.stage import train
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
@@ -28,11 +29,12 @@ TINY = PLNLPConfig(embedding_dim=8, hidden_channels=8, predictor="mlp", predicto
 
 @pytest.fixture
 def loaded(ray_session, standin_root: Path, tmp_path: Path):
-    return ray_session.get(load_dataset.remote("ddi", str(standin_root), str(tmp_path / "stages")))
+    return ray_session.get(load_dataset.remote("ddi", Location(standin_root),
+                                               Location(tmp_path / "stages")))
 
 
 def test_load_writes_parquet_splits_that_read_back_as_ogb_loaded_them(loaded, standin_root):
-    directory = Path(loaded.directory)
+    directory = loaded.directory.local_path()
     names = {p.name for p in directory.iterdir()}
     assert names == {"train.parquet", "valid_pos.parquet", "valid_neg.parquet",
                      "test_pos.parquet", "test_neg.parquet", "meta.json", "manifest.json"}
@@ -47,7 +49,7 @@ def test_load_writes_parquet_splits_that_read_back_as_ogb_loaded_them(loaded, st
 
 def test_augment_writes_walk_rounds_of_pairs_weighted_one_over_step(loaded, tmp_path):
     config = TINY.replace(walk_length=4, loss="weighted_hinge_auc", walk_rounds=2)
-    walks = augment(loaded, config, str(tmp_path / "walks"), num_chunks=3)
+    walks = augment(loaded, config, Location(tmp_path / "walks"), num_chunks=3)
     assert walks.rounds == 2
     tables = [pq.read_table(walks.round_directory(r)) for r in range(2)]
     assert sum(t.num_rows for t in tables) == walks.num_pairs > 0
@@ -65,12 +67,12 @@ def test_augment_writes_walk_rounds_of_pairs_weighted_one_over_step(loaded, tmp_
 def test_heart_builds_the_split_s_negatives_once_and_scores_a_heuristic_on_them(
     loaded, tmp_path, capsys,
 ):
-    heart = heart_negatives(loaded, 12, str(tmp_path / "cache"))
+    heart = heart_negatives(loaded, 12, Location(tmp_path / "cache"))
     assert "building heart output" in capsys.readouterr().out
-    assert heart_negatives(loaded, 12, str(tmp_path / "cache")) == heart
+    assert heart_negatives(loaded, 12, Location(tmp_path / "cache")) == heart
     assert "reusing cached heart output" in capsys.readouterr().out
     hard = read_heart_negatives(heart)
-    split = read_split(Path(loaded.directory))
+    split = read_split(loaded.directory.local_path())
     expected = split_heart_negatives(split, 12)
     assert hard.mode == "heart" and hard.ceiling == pytest.approx(expected.ceiling)
     assert hard.negatives.keys() == expected.negatives.keys()
@@ -87,11 +89,11 @@ def test_heart_builds_the_split_s_negatives_once_and_scores_a_heuristic_on_them(
 
 
 def test_the_worker_exports_what_evaluating_its_best_checkpoint_gives(loaded, tmp_path):
-    heart = heart_negatives(loaded, 10, str(tmp_path / "cache"))
-    trained = train(loaded, None, TINY, str(tmp_path / "work"), export=True, heart=heart)
+    heart = heart_negatives(loaded, 10, Location(tmp_path / "cache"))
+    trained = train(loaded, None, TINY, Location(tmp_path / "work"), export=True, heart=heart)
     assert trained.best_epoch in (1, 2)
     assert [row["epoch"] for row in trained.history] == [1, 2]
-    exported, _ = read_final(tmp_path / "work")
+    exported, _ = read_final(Location(tmp_path / "work"))
     heart_keys = {f"final_{part}_heart_{ceiling}{metric}" for part in ("valid", "test")
                   for ceiling in ("", "ceiling_")
                   for metric in ("mrr", "hits_1", "hits_3", "hits_10", "hits_20", "hits_50",
@@ -99,8 +101,9 @@ def test_the_worker_exports_what_evaluating_its_best_checkpoint_gives(loaded, tm
     assert {key: value for key, value in exported.items() if key not in heart_keys} == {
         f"final_{key}": value for key, value in trained.best_metrics.items()}
     assert heart_keys <= set(exported)
-    ray.get(evaluate_and_export.remote(loaded, trained, TINY, str(tmp_path / "task"), heart))
-    evaluated, _ = read_final(tmp_path / "task")
+    ray.get(evaluate_and_export.remote(loaded, trained, TINY, Location(tmp_path / "task"),
+                                        heart))
+    evaluated, _ = read_final(Location(tmp_path / "task"))
     assert set(evaluated) == set(exported)
     for key, value in exported.items():
         assert evaluated[key] == pytest.approx(value, abs=1e-6)

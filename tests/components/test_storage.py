@@ -9,8 +9,9 @@ import threading
 import pytest
 
 from components.storage import location as storage
-from components.storage.location import check_listable, check_writable, local_copy, location
-from components.storage.stage_cache import MANIFEST, cached, local_entry, lookup
+from components.storage.location import Location, check_listable, check_writable, local_copy
+from components.storage.manifest import MANIFEST
+from components.storage.stage_cache import cached, local_entry, lookup
 from plnlp_core.errors import PLNLPError
 from tests.object_store import bucket_keys, make_bucket, s3_env, s3_server
 
@@ -41,11 +42,11 @@ def write_demo(scratch):
 
 
 def test_an_entry_in_a_bucket_is_built_once_then_reused(bucket, capsys):
-    first = cached(f"{bucket}/stages", "demo", INPUTS, write_demo)
-    again = cached(f"{bucket}/stages", "demo", INPUTS, write_demo)
+    first = cached(Location(f"{bucket}/stages"), "demo", INPUTS, write_demo)
+    again = cached(Location(f"{bucket}/stages"), "demo", INPUTS, write_demo)
     out = capsys.readouterr().out
     assert out.count("building demo output s3://") == 1
-    assert f"reusing cached demo output {first.uri}" in out
+    assert f"reusing cached demo output {first.location.uri}" in out
     assert again.manifest == first.manifest
     assert json.loads(first.read_text("meta.json")) == {"n": 3}
 
@@ -57,7 +58,7 @@ def test_the_manifest_is_written_after_every_file_it_names(bucket, monkeypatch):
         order.append("files"), real_upload(self, *a))[1])
     monkeypatch.setattr(storage.Location, "write_text", lambda self, text: (
         order.append(self.name), real_write(self, text))[1])
-    cached(f"{bucket}/stages", "demo", INPUTS, write_demo)
+    cached(Location(f"{bucket}/stages"), "demo", INPUTS, write_demo)
     assert order == ["files", MANIFEST]
 
 
@@ -67,38 +68,38 @@ def test_a_failed_build_leaves_nothing_a_later_run_would_trust(bucket):
         raise RuntimeError("disk full")
 
     with pytest.raises(RuntimeError):
-        cached(f"{bucket}/stages", "demo", INPUTS, failing)
+        cached(Location(f"{bucket}/stages"), "demo", INPUTS, failing)
     assert not any(key.endswith(MANIFEST) for key in bucket_keys_of(bucket))
-    assert lookup(f"{bucket}/stages", "demo", INPUTS) is None
+    assert lookup(Location(f"{bucket}/stages"), "demo", INPUTS) is None
 
 
 def test_an_entry_whose_files_differ_from_its_manifest_is_not_trusted(bucket, capsys):
-    entry = cached(f"{bucket}/stages", "demo", INPUTS, write_demo)
+    entry = cached(Location(f"{bucket}/stages"), "demo", INPUTS, write_demo)
     shortened = entry.location / entry.manifest["files_in"] / "part" / "data.bin"
     with shortened.filesystem.open_output_stream(shortened.path) as stream:
         stream.write(b"x" * 10)
-    assert lookup(f"{bucket}/stages", "demo", INPUTS) is None
+    assert lookup(Location(f"{bucket}/stages"), "demo", INPUTS) is None
     assert "is not trusted (part/data.bin is 10 bytes, not 1000)" in capsys.readouterr().out
     assert bucket_keys_of(bucket) == []
 
 
 def test_a_node_copies_an_entry_once_checking_every_sha256(bucket, tmp_path, monkeypatch):
     monkeypatch.setenv("PLNLP_SCRATCH_DIR", str(tmp_path / "scratch"))
-    entry = cached(f"{bucket}/stages", "demo", INPUTS, write_demo)
-    copy = local_entry(entry.uri)
+    entry = cached(Location(f"{bucket}/stages"), "demo", INPUTS, write_demo)
+    copy = local_entry(entry.location)
     assert (copy / "part" / "data.bin").read_bytes() == b"x" * 1000
-    assert local_entry(entry.uri) == copy
+    assert local_entry(entry.location) == copy
     assert copy.is_relative_to(tmp_path / "scratch")
 
 
 def test_a_copy_whose_contents_differ_is_refused(bucket, tmp_path, monkeypatch):
     monkeypatch.setenv("PLNLP_SCRATCH_DIR", str(tmp_path / "scratch"))
-    entry = cached(f"{bucket}/stages", "demo", INPUTS, write_demo)
+    entry = cached(Location(f"{bucket}/stages"), "demo", INPUTS, write_demo)
     tampered = entry.location / entry.manifest["files_in"] / "part" / "data.bin"
     with tampered.filesystem.open_output_stream(tampered.path) as stream:
         stream.write(b"y" * 1000)  # same size, other bytes
     with pytest.raises(PLNLPError, match="could not be copied to this node .*sha256"):
-        local_entry(entry.uri)
+        local_entry(entry.location)
     assert not any((tmp_path / "scratch" / "entries").glob("demo-*"))
 
 
@@ -112,22 +113,22 @@ def test_two_builders_of_one_key_leave_one_whole_entry(bucket, tmp_path, monkeyp
 
     entries = []
     builders = [threading.Thread(target=lambda: entries.append(
-        cached(f"{bucket}/stages", "demo", INPUTS, write))) for _ in range(2)]
+        cached(Location(f"{bucket}/stages"), "demo", INPUTS, write))) for _ in range(2)]
     for builder in builders:
         builder.start()
     for builder in builders:
         builder.join()
-    kept = lookup(f"{bucket}/stages", "demo", INPUTS)
+    kept = lookup(Location(f"{bucket}/stages"), "demo", INPUTS)
     assert kept is not None and len(entries) == 2
-    assert {entry.uri for entry in entries} == {kept.uri}
+    assert {entry.location for entry in entries} == {kept.location}
     attempts = {key.split("/")[2] for key in bucket_keys_of(bucket) if "attempt-" in key}
     assert kept.manifest["files_in"] in attempts
-    assert lookup(f"{bucket}/stages", "demo", INPUTS).manifest == kept.manifest
-    assert (local_entry(kept.uri) / "part" / "data.bin").read_bytes() == b"x" * 1000
+    assert lookup(Location(f"{bucket}/stages"), "demo", INPUTS).manifest == kept.manifest
+    assert (local_entry(kept.location) / "part" / "data.bin").read_bytes() == b"x" * 1000
 
 
 def test_a_folder_in_a_bucket_is_copied_for_a_block_and_removed_after(bucket):
-    folder = location(f"{bucket}/checkpoint")
+    folder = Location(f"{bucket}/checkpoint")
     (folder / "best.json").write_text("{}")
     with local_copy(folder) as local:
         assert (local / "best.json").read_text() == "{}"
@@ -136,7 +137,7 @@ def test_a_folder_in_a_bucket_is_copied_for_a_block_and_removed_after(bucket):
 
 def test_a_bucket_that_does_not_exist_is_refused_naming_its_uri(s3):
     with pytest.raises(PLNLPError) as refused:
-        check_writable(location("s3://no-such-bucket/plnlp"), "--work-dir")
+        check_writable(Location("s3://no-such-bucket/plnlp"), "--work-dir")
     assert str(refused.value).startswith(
         "--work-dir s3://no-such-bucket/plnlp cannot be written: the bucket does not exist;")
 
@@ -150,7 +151,7 @@ def test_an_endpoint_that_does_not_answer_is_refused_naming_its_uri_and_the_endp
     storage._root_filesystem.cache_clear()
     try:
         with pytest.raises(PLNLPError) as refused:
-            check_listable(location("s3://any/ogb"), "--data-root")
+            check_listable(Location("s3://any/ogb"), "--data-root")
         assert str(refused.value).startswith(
             f"--data-root s3://any/ogb cannot be read: the store does not answer "
             f"(AWS_ENDPOINT_URL={endpoint}); check")

@@ -9,6 +9,7 @@ import torch
 from components.artifacts import WalkArtifact
 from components.augment import augment
 from components.load import load_dataset
+from components.storage.location import Location
 from components.storage.parquet_io import pairs_table, read_split
 from components.train.walk_rounds import ParquetWalkRounds
 from plnlp_core.assembly import build_walk_rounds
@@ -17,7 +18,7 @@ from plnlp_core.training.experiment import prepare_experiment
 
 
 def write_rounds(directory: Path, rounds: int, rows: int) -> WalkArtifact:
-    walks = WalkArtifact(str(directory), rounds * rows, rounds)
+    walks = WalkArtifact(Location(directory), rounds * rows, rounds)
     for r in range(rounds):
         folder = walks.round_directory(r)
         folder.mkdir(parents=True)
@@ -63,13 +64,15 @@ def test_the_augment_stage_writes_the_library_s_walk_rounds_whatever_its_task_co
     weight for weight, with one chunk of starts or many (97 per chunk)."""
     if chunk_size is not None:
         monkeypatch.setattr("plnlp_core.random_walk.WALK_CHUNK", chunk_size)
-    loaded = ray_session.get(load_dataset.remote("ddi", str(standin_root), str(tmp_path / "d")))
+    loaded = ray_session.get(load_dataset.remote("ddi", Location(standin_root),
+                                                 Location(tmp_path / "d")))
     config = PLNLPConfig(walk_length=4, walk_starts="edge_endpoints", walk_rounds=2, seed=7)
-    split = read_split(Path(loaded.directory))
+    split = read_split(loaded.directory.local_path())
     library = build_walk_rounds(split, config)
     assert chunk_size is None or split.train_pos.numel() > 3 * chunk_size
     for tasks in (3, 5):
-        walks = augment(loaded, config, str(tmp_path / f"walks-{tasks}"), num_chunks=tasks)
+        walks = augment(loaded, config, Location(tmp_path / f"walks-{tasks}"),
+                        num_chunks=tasks)
         stage = ParquetWalkRounds(walks)
         assert len(stage) == 2 and walks.num_pairs == sum(p.size(0) for p, _ in library)
         for (pairs, weights), r in zip(library, range(2), strict=True):

@@ -33,7 +33,6 @@ from ray.core.generated import gcs_service_pb2
 
 import pipelines.runtime.interrupts
 import pipelines.runtime.ray_cluster
-from components.artifacts import DatasetMeta
 from components.recording.names import (
     FAILURE_TAG,
     INTERRUPTED_TAG,
@@ -42,6 +41,7 @@ from components.recording.names import (
     TUNE_STATE_TAG,
 )
 from components.recording.sweep_tracking import TrialOutcome
+from components.storage.split_meta import DatasetMeta
 from pipelines.planning.presets import load_preset
 from pipelines.planning.sweep_space import SearchSpace
 from pipelines.run import main as run_main
@@ -753,7 +753,8 @@ def test_standin_generators_that_give_up_are_refused(entry_id, patch, tmp_path, 
 def test_library_safety_nets_raise_plnlp_error(tmp_path, monkeypatch):
     """Checks that commands never reach; the library refuses all the same."""
     import plnlp_core.data.standins
-    from components.storage.stage_cache import MANIFEST, content_digest
+    from components.storage.location import Location
+    from components.storage.manifest import MANIFEST, content_digest
     from plnlp_core.data.standins import StandinSize, check_standin_size, standin_size
     from plnlp_core.losses import LOSSES
     from plnlp_core.nn.node_input import category_index
@@ -766,7 +767,8 @@ def test_library_safety_nets_raise_plnlp_error(tmp_path, monkeypatch):
         "feature-category-out-of-range": lambda: category_index(torch.tensor([[3.0], [0]]), 3),
         "weighted-loss-without-weights": lambda: LOSSES.get("weighted_hinge_auc")(
             torch.zeros(2), torch.zeros(2, 1), None),
-        "stage-cache-unreadable": lambda: content_digest(write(tmp_path / MANIFEST, "{").parent),
+        "stage-cache-unreadable": lambda: content_digest(
+            Location(write(tmp_path / MANIFEST, "{").parent)),
     }
     for entry_id, call in raised.items():
         entry = ENTRIES[entry_id]
@@ -1908,21 +1910,21 @@ def test_a_stage_that_cannot_read_object_storage_fails_the_run(object_stores, tm
     of a stage output there, refuse what is not there or not as its manifest
     says (the sentences a run's failure_reason then holds)."""
     from components.load import local_data_root
-    from components.storage.location import location
+    from components.storage.location import Location
     from components.storage.stage_cache import cached, local_entry
 
     _, plain = object_stores
     monkeypatch.setenv("PLNLP_SCRATCH_DIR", str(tmp_path / "scratch"))
     with pointed_at(plain, monkeypatch):
-        (location("s3://work/elsewhere") / "README").write_text("not OGB's")
+        (Location("s3://work/elsewhere") / "README").write_text("not OGB's")
         with pytest.raises(PLNLPError) as missing:
-            local_data_root(DATASETS.get("ddi"), location("s3://work/elsewhere"))
-        entry = cached("s3://work/stages", "demo", {"a": 1},
+            local_data_root(DATASETS.get("ddi"), Location("s3://work/elsewhere"))
+        entry = cached(Location("s3://work/stages"), "demo", {"a": 1},
                        lambda scratch: (scratch / "data.bin").write_bytes(b"x" * 100))
         replaced = entry.location / entry.manifest["files_in"] / "data.bin"
         replaced.write_text("y" * 100)
         with pytest.raises(PLNLPError) as changed:
-            local_entry(entry.uri)
+            local_entry(entry.location)
     for entry_id, error in (("data-root-no-dataset", missing), ("stage-copy-mismatch", changed)):
         line = f"error: {error.value}"
         assert ENTRIES[entry_id].expected in line, line

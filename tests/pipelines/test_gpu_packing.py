@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from components.artifacts import DatasetMeta
+from components.storage.split_meta import DatasetMeta
 from pipelines.planning.gpu_packing import (
     check_packing,
     pack_trials,

@@ -50,6 +50,7 @@ def train(
     validation epoch's ``model.pt`` and the run's ``config.yaml``,
     ``metrics`` that epoch's validation metrics."""
     from components.artifacts import WalkArtifact
+    from components.storage.location import Location
     from pipelines.runtime.kubeflow.step_request import step_request
     from pipelines.runtime.kubeflow.steps import train_step
 
@@ -57,7 +58,7 @@ def train(
                            work_dir=work_dir, max_failures=max_failures, experiment=experiment,
                            yes=yes)
     counts = [int(walks.metadata[key]) for key in ("num_pairs", "rounds")]  # stored as floats
-    walked = WalkArtifact(walks.path, *counts)
+    walked = WalkArtifact(Location(walks.path), *counts)
     run_id, trained = train_step(splits.path, walked, request, model.path)
     model.metadata.update({"best_epoch": trained.best_epoch, "mlflow_run_id": run_id})
     metrics.log_metric("best_epoch", trained.best_epoch)

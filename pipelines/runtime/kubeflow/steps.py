@@ -1,4 +1,4 @@
-"""What each step of the Kubeflow pipeline does, in plain Python (its kfp
+r"""What each step of the Kubeflow pipeline does, in plain Python (its kfp
 shells are in ``components.py``): the stages of ``pipelines/run.py`` on the
 folders kfp gives a step for its inputs and outputs, and the sweep as
 ``pipelines/tune.py`` plans and runs it. Nothing here imports kfp, whose ``dsl``
@@ -7,6 +7,8 @@ holds only its artifact types inside a running step.
 Each step reads its settings as ``pipelines/run.py`` does, checks the MLflow
 store and starts or joins Ray (``RAY_ADDRESS``) first; a refusal prints one
 ``error:`` line and exits 2, a failed run (marked FAILED in MLflow) exits 1.
+The folders kfp gives and the ``--work-dir``/``--data-root`` texts become
+:class:`~components.storage.location.Location`\ s here, as the stages take them.
 """
 import shutil
 import sys
@@ -15,15 +17,15 @@ from pathlib import Path
 
 import yaml
 
-from components.artifacts import DatasetArtifact, DatasetMeta, TrainArtifact, WalkArtifact
+from components.artifacts import DatasetArtifact, TrainArtifact, WalkArtifact
 from components.augment import augment
 from components.evaluate import evaluate_and_log_model
 from components.heart import heart_stage
 from components.load import log_graph
 from components.recording.tracking import log_config
 from components.storage.location import Location, local_copy
+from components.storage.split_meta import DatasetMeta
 from components.storage.stage_cache import local_entry, stage_cache_root
-from components.train.checkpoints import checkpoint_root
 from components.train_and_evaluate import run_checkpoints, train_in_run
 from pipelines.planning.request import RunRequest, SweepRequest
 from pipelines.planning.run_plan import graph_source, plan_run
@@ -33,6 +35,7 @@ from pipelines.runtime.job import execute, prepare
 from pipelines.runtime.kubeflow.step_request import step_request
 from pipelines.runtime.load_stage import load_stage
 from pipelines.runtime.process_exit import skip_final_collection
+from pipelines.runtime.storage_roots import StorageRoots
 from pipelines.runtime.sweep import run_sweep
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.errors import PLNLPError
@@ -57,7 +60,7 @@ def load_step(dataset: str, data_root: str, work_dir: str, out: str) -> None:
     cache to ``out``."""
     request = step_request(dataset, data_root=data_root, work_dir=work_dir)
     source = start(request, lambda: graph_source(request.dataset, request.graph))
-    loaded = load_stage(source, request.graph, request.data_root, request.work_dir)
+    loaded = load_stage(source, request.graph, StorageRoots.of(request.work_dir, request.data_root))
     shutil.copytree(local_entry(loaded.directory), out)
 
 
@@ -68,10 +71,10 @@ def augment_step(splits: str, request: RunRequest, out: str) -> WalkArtifact:
     config = start(request, lambda: plan_run(request)).config
     if not config.uses_random_walk:
         Path(out).mkdir(parents=True)
-        return WalkArtifact(out, 0, 0)
-    walks = augment(split_artifact(splits), config, stage_cache_root(request.work_dir))
+        return WalkArtifact(Location(out), 0, 0)
+    walks = augment(split_artifact(splits), config, StorageRoots.of(request.work_dir).stages)
     shutil.copytree(local_entry(walks.directory), out)
-    return WalkArtifact(out, walks.num_pairs, walks.rounds)
+    return WalkArtifact(Location(out), walks.num_pairs, walks.rounds)
 
 
 def train_step(
@@ -88,7 +91,7 @@ def train_step(
         plan.config.validate_graph(dataset.meta.num_nodes, dataset.meta.categories)
         log_graph(dataset)
         log_config(plan.config, plan.params())
-        with run_checkpoints(checkpoint_root(request.work_dir)) as storage:
+        with run_checkpoints(StorageRoots.of(request.work_dir).checkpoints) as storage:
             trained = train_in_run(dataset, walks if walks.rounds else None, plan.config,
                                    request.workers, storage, request.max_failures)
             with local_copy(trained.checkpoint_dir) as checkpoint:
@@ -110,7 +113,7 @@ def evaluate_step(splits: str, model: str, run_id: str, experiment: str) -> dict
     dataset = split_artifact(splits)
 
     def job(work: Location) -> dict[str, float]:
-        return evaluate_and_log_model(dataset, TrainArtifact(model, 0, {}), config, work,
+        return evaluate_and_log_model(dataset, TrainArtifact(Location(model), 0, {}), config, work,
                                       heart_stage(dataset, config, cache_root=stage_cache_root()))
 
     _, final = _finished(execute(experiment or f"plnlp-{config.dataset}", "", None, job, run_id))
@@ -133,8 +136,8 @@ def sweep_step(request: SweepRequest) -> None:
 
 
 def split_artifact(directory: str) -> DatasetArtifact:
-    """The ``load`` step's output as the stages take it."""
-    return DatasetArtifact(directory, DatasetMeta.read(Path(directory)))
+    """The ``load`` step's output (the folder kfp gives) as the stages take it."""
+    return DatasetArtifact(Location(directory), DatasetMeta.read(Path(directory)))
 
 
 def _finished(outcome: tuple | None) -> tuple:
