@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import torch
+from timing import median_epoch_interval, median_interval
 from workloads import Workload, preset_config
 
 from plnlp_core.config import PLNLPConfig
@@ -50,8 +51,6 @@ def time_pipeline(data_root: str | None, split: LinkSplit) -> dict | None:
 
 def median_fit_epoch(config: PLNLPConfig, split: LinkSplit) -> float:
     """The median wall time between the ends of ``fit``'s epochs, evaluation included."""
-    from components.recording.tracking import median_interval  # MLflow's module
-
     ends: list[float] = []
     run_experiment(prepare_experiment(config, split),
                    on_epoch=lambda result: ends.append(time.perf_counter()))
@@ -65,7 +64,6 @@ def median_pipeline_epoch(data_root: str | None, folder: Path, threads: int) -> 
     import mlflow
     import ray
 
-    from components.recording.tracking import median_epoch_interval
     from pipelines.run import main as run_pipeline
 
     os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{folder}/mlflow.db"

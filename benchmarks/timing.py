@@ -1,11 +1,12 @@
 """The benchmarks' measuring tools: a synchronised clock, peaks of memory,
-the peak of a dense matrix product and the name of the device. Only torch
-is needed."""
+the peak of a dense matrix product, the name of the device and the median
+epoch of a run. Only torch is needed."""
 import contextlib
 import platform
+import statistics
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -101,3 +102,16 @@ def device_name(device: torch.device) -> str:
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     return platform.processor() or "cpu"
+
+
+def median_interval(ends: Sequence[float]) -> float:
+    """The median time between consecutive ``ends`` (in their unit)."""
+    return statistics.median(b - a for a, b in zip(ends, ends[1:], strict=False))
+
+
+def median_epoch_interval(client: object, run_id: str) -> float:
+    """The median wall time between consecutive epochs of a run, from the
+    timestamps of its ``train_loss`` (each epoch's end, in milliseconds) as
+    the ``MlflowClient`` ``client`` reads them."""
+    ends = sorted(m.timestamp for m in client.get_metric_history(run_id, "train_loss"))
+    return median_interval(ends) / 1000

@@ -159,15 +159,3 @@ def mark_failed(reason: str) -> None:
         mlflow.set_tag(FAILURE_TAG, reason[:5000])
         mlflow.end_run(status="FAILED")
 
-
-
-def median_epoch_interval(client: MlflowClient, run_id: str) -> float:
-    """The median wall time between consecutive epochs of a run, from the
-    timestamps of its ``train_loss`` (each epoch's end, in milliseconds)."""
-    ends = sorted(m.timestamp for m in client.get_metric_history(run_id, "train_loss"))
-    return median_interval(ends) / 1000
-
-
-def median_interval(ends: Sequence[float]) -> float:
-    """The median time between consecutive ``ends`` (in their unit)."""
-    return statistics.median(b - a for a, b in zip(ends, ends[1:], strict=False))

@@ -4,8 +4,8 @@ import time
 import pytest
 from mlflow.tracking import MlflowClient
 
+from benchmarks.timing import median_epoch_interval, median_interval
 from components.recording.metric_names import run_metrics
-from components.recording.tracking import median_epoch_interval, median_interval
 from components.train.startup import PHASES
 from pipelines.planning.arguments import run_request
 from pipelines.planning.run_plan import plan_run
