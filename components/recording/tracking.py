@@ -158,4 +158,3 @@ def mark_failed(reason: str) -> None:
     while mlflow.active_run() is not None:
         mlflow.set_tag(FAILURE_TAG, reason[:5000])
         mlflow.end_run(status="FAILED")
-
