@@ -30,6 +30,7 @@ from timing import timed
 from components.augment import augment
 from components.evaluate import evaluate_and_export
 from components.load import load_dataset
+from components.storage.location import Location
 from components.storage.parquet_io import PAIR_TABLES
 from components.train.stage import train
 from components.train.startup import startup_phases
@@ -118,14 +119,14 @@ def run_stages(args: argparse.Namespace, data_root: Path, work: Path) -> list[di
         print(f"  done {stage}: {seconds:.1f} s", file=sys.stderr, flush=True)
 
     seconds, dataset = measure(peaks, "load", lambda: ray.get(load_dataset.remote(
-        args.dataset, str(data_root), str(work / "splits"))))
-    split_dir = Path(dataset.directory)
+        args.dataset, Location(data_root), Location(work / "splits"))))
+    split_dir = dataset.directory.local_path()
     record("load", seconds, parquet_rows(split_dir, ("train", *PAIR_TABLES)), "pairs written")
 
     walking = config if config.uses_random_walk else config.replace(
         walk_length=args.walk_length, walk_starts="all")
     seconds, walks = measure(peaks, "augment", lambda: augment(dataset, walking,
-                                                               str(work / "walks")))
+                                                               Location(work / "walks")))
     steps = walks.num_pairs  # one pair per step that left its start
     record("augment", seconds, steps, "walk pairs", walk_length=walking.walk_length)
 
@@ -133,7 +134,7 @@ def run_stages(args: argparse.Namespace, data_root: Path, work: Path) -> list[di
     workers = WorkerGroup(1, args.cpus, False)
     called = time.time()
     seconds, trained = measure(peaks, "train", lambda: train(
-        dataset, walks if config.uses_random_walk else None, trained_config, str(work),
+        dataset, walks if config.uses_random_walk else None, trained_config, Location(work),
         workers))
     epoch_batches = -(-dataset.meta.num_train_edges // config.batch_size)
     batches = min(args.batches, epoch_batches)
@@ -145,7 +146,7 @@ def run_stages(args: argparse.Namespace, data_root: Path, work: Path) -> list[di
     rows[-1]["rows_per_s"] = batches * config.batch_size / batch_seconds
 
     seconds, _ = measure(peaks, "evaluate", lambda: ray.get(evaluate_and_export.remote(
-        dataset, trained, config, str(work / "evaluated"))))
+        dataset, trained, config, Location(work / "evaluated"))))
     record("evaluate+export", seconds, parquet_rows(split_dir, PAIR_TABLES), "pairs scored")
     peaks.stop()
     return rows
