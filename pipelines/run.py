@@ -111,7 +111,7 @@ def register(plan: RunPlan, finals: dict[str, dict[str, float]]) -> None:
     ``finals``, run id to final metrics) with the best validation metric."""
     if plan.request.register is None:
         return
-    from components.recording.model_registry import register_link_model
+    from components.recording.models import register_link_model
 
     metric = f"final_valid_{plan.source.info.main_metric_key}"
     best = max(finals, key=lambda run_id: finals[run_id][metric])

@@ -10,7 +10,7 @@ where :math:`C` is the process's CUDA context, :math:`F` the allocator's and
 the kernels' floor, :math:`P` the parameters (fp32 weights, gradients and
 Adam's two moments), :math:`E` the training edges (both directions, index and
 value), :math:`4 N^2` the dense copy of the adjacency a GPU aggregates over
-when :func:`~plnlp_core.nn.mean_aggregation.dense_pays_off`, :math:`b` the
+when :func:`~plnlp_core.nn.encoders.mean_aggregation.dense_pays_off`, :math:`b` the
 bytes of an activation (2 under ``bf16``), :math:`L` and :math:`H` the
 encoder's layers and width, :math:`B` the positives a step with :math:`n`
 negatives each, :math:`W` the widest of the encoder's and the predictor's
@@ -29,7 +29,7 @@ import torch
 
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DatasetInfo
-from plnlp_core.nn.mean_aggregation import dense_pays_off
+from plnlp_core.nn.encoders.mean_aggregation import dense_pays_off
 
 MIB = 2**20
 CONTEXT_BYTES = 512 * MIB

@@ -218,7 +218,7 @@ def test_the_import_scan_lets_the_wing_s_own_imports_pass(tmp_path):
     wing = tmp_path / "components" / "recording"
     wing.mkdir(parents=True)
     (wing / "example.py").write_text(
-        "import mlflow\nfrom components.recording.report_keys import EPOCH\n"
+        "import mlflow\nfrom components.recording.names import EPOCH\n"
         "from components.storage.location import local_copy\n"
         "from components.artifacts import TrainArtifact\nfrom . import plots")
     assert not list(stage_imports(wing / "example.py", tmp_path))

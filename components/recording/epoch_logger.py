@@ -4,7 +4,7 @@ import time
 
 import ray.train
 
-from components.recording.report_keys import EPOCHS, RESTORED_FROM, WALL_TIME
+from components.recording.names import EPOCHS, RESTORED_FROM, WALL_TIME
 
 MLFLOW_BATCH = 1000  # metrics MLflow takes in one log_batch
 

@@ -23,6 +23,7 @@ from components.recording.names import (
     BEST_TRIAL_TAG,
     CHECKPOINTS_TAG,
     DESCRIPTION_TAG,
+    EPOCH,
     FAILURE_TAG,
     INTERRUPTED_TAG,
     OUTCOME_TAG,
@@ -31,7 +32,6 @@ from components.recording.names import (
 )
 from components.recording.plots import plot_metric_by_setting
 from components.recording.reads import child_runs
-from components.recording.report_keys import EPOCH
 from components.recording.tracking import log_validation_curves
 from components.storage.location import Location
 

@@ -11,7 +11,7 @@ import ray.train
 import torch
 import torch.distributed as dist
 
-from components.recording.report_keys import EPOCHS, RESTORED_FROM, WALL_TIME
+from components.recording.names import EPOCHS, RESTORED_FROM, WALL_TIME
 from components.train.checkpoints import checkpoint_epoch, checkpoint_name, write_checkpoint
 from plnlp_core.training.fitting import EpochResult
 
@@ -60,7 +60,7 @@ class EpochReporter:
     have passed.
 
     Rank 0's reports carry the epochs since the previous one (see
-    :mod:`components.recording.report_keys`)
+    :mod:`components.recording.names`)
     for :class:`components.recording.epoch_logger.EpochLogger` and, in a sweep,
     :class:`components.sweep.reporter.SweepReporter`; its checkpoints' timing
     holds the start-up marks and when each epoch ended.

@@ -231,7 +231,7 @@ class SearchSpace:
             return None
         from ray.tune.schedulers import ASHAScheduler
 
-        from components.recording.report_keys import EPOCH
+        from components.recording.names import EPOCH
 
         return ASHAScheduler(time_attr=EPOCH, **self.asha)
 

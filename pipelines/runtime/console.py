@@ -160,7 +160,7 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
     """The block a finished run ends with: its final metrics, the MLflow run,
     and the command that shows it."""
     from components.recording.metric_names import run_metrics
-    from components.recording.model_export import logged_model_uri
+    from components.recording.models import logged_model_uri
     from components.recording.reads import get_run, tracking_uri
 
     uri = tracking_uri()

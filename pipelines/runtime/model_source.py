@@ -6,7 +6,7 @@ model). Loading a model runs the code logged with it
 tracking server."""
 import re
 
-from components.recording.model_export import MODEL_ARTIFACT, logged_model_uri
+from components.recording.models import MODEL_ARTIFACT, logged_model_uri
 from components.recording.reads import (
     ELSEWHERE,
     child_runs,

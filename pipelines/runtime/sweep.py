@@ -103,7 +103,7 @@ def sweep(plan: SweepPlan) -> object:
         state.remove()
         untag_run(TUNE_STATE_TAG)
     if request.register is not None:
-        from components.recording.model_registry import register_link_model
+        from components.recording.models import register_link_model
 
         print(register_link_model(best["run_id"], request.register, f"final_{space.metric}"),
               flush=True)

@@ -3,8 +3,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from plnlp_core.nn.common_neighbors import AdjacencyLookup, remove_edges
-from plnlp_core.nn.encoder import GNNEncoder
+from plnlp_core.nn.edge_level.common_neighbors import AdjacencyLookup, remove_edges
+from plnlp_core.nn.encoders.encoder import GNNEncoder
 from plnlp_core.nn.node_input import NodeInput
 from plnlp_core.nn.predictors.registry import PREDICTORS
 from plnlp_core.registry import Registry

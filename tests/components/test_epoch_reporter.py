@@ -10,7 +10,7 @@ import torch
 from pyarrow.fs import LocalFileSystem
 
 import components.train.epoch_reporter as reporting
-from components.recording.report_keys import EPOCHS, RESTORED_FROM
+from components.recording.names import EPOCHS, RESTORED_FROM
 from components.storage.location import Location
 from components.train.checkpoints import checkpoint_name, stored_checkpoints, write_checkpoint
 from components.train.epoch_reporter import (

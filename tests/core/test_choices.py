@@ -3,7 +3,7 @@
 from plnlp_core import choices
 from plnlp_core.losses import LOSSES
 from plnlp_core.nn import EDGE_PREDICTORS, ENCODER_LEVELS, ENCODERS, PREDICTORS
-from plnlp_core.nn.encoder import WEIGHT_FREE_ENCODERS
+from plnlp_core.nn.encoders.encoder import WEIGHT_FREE_ENCODERS
 from plnlp_core.sampling import SAMPLERS
 from plnlp_core.scoring.heuristics import HEURISTICS
 

@@ -9,8 +9,8 @@ from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
 from plnlp_core.graph import build_adjacency
 from plnlp_core.nn import EdgeLevelModel
-from plnlp_core.nn.bit_rows import BitRows, dense_common_neighbor_sum
-from plnlp_core.nn.common_neighbors import (
+from plnlp_core.nn.edge_level.bit_rows import BitRows, dense_common_neighbor_sum
+from plnlp_core.nn.edge_level.common_neighbors import (
     AdjacencyLookup,
     common_neighbor_sum,
     dense_is_cheaper,
@@ -52,7 +52,7 @@ def test_common_neighbour_sum_equals_the_dense_a_times_a_reference(
         seed, num_nodes, num_edges, max_candidates, dense_row_cost, monkeypatch):
     """Both ways, the CSR walk (in chunks of 7 tests or all at once) and the
     dense rows, give the reference's sums, counts and gradients."""
-    monkeypatch.setattr("plnlp_core.nn.common_neighbors.DENSE_ROW_COST", dense_row_cost)
+    monkeypatch.setattr("plnlp_core.nn.edge_level.common_neighbors.DENSE_ROW_COST", dense_row_cost)
     edges = random_graph(num_nodes, num_edges, seed)
     adj, _ = build_adjacency(edges, num_nodes)
     pairs = some_pairs(edges, num_nodes, seed)
@@ -286,7 +286,7 @@ def test_the_bit_rows_product_equals_the_dense_reference_kept_or_made_again(
         memory_share, monkeypatch):
     """With no memory to spare each row is a chunk made again in the
     backward; with memory the chunks are kept: both give the reference."""
-    monkeypatch.setattr("plnlp_core.nn.bit_rows.MASK_MEMORY_SHARE", memory_share)
+    monkeypatch.setattr("plnlp_core.nn.edge_level.bit_rows.MASK_MEMORY_SHARE", memory_share)
     edges = random_graph(37, 250, 7)  # 37 nodes: the last byte of a row is part padding
     adj, _ = build_adjacency(edges, 37)
     pairs = some_pairs(edges, 37, 7)
@@ -323,7 +323,7 @@ def test_under_bfloat16_autocast_the_dense_product_runs_in_bfloat16_with_exact_r
 
 
 def test_a_cpu_chunk_of_rows_is_a_quarter_of_the_last_level_cache(tmp_path):
-    from plnlp_core.nn.bit_rows import chunk_bytes, last_level_cache_bytes
+    from plnlp_core.nn.edge_level.bit_rows import chunk_bytes, last_level_cache_bytes
 
     for index, size in enumerate(["48K", "1024K", "32768K"]):
         (tmp_path / f"index{index}").mkdir()

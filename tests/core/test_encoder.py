@@ -129,7 +129,7 @@ def test_initial_residual_refuses_an_input_of_another_size_than_the_layers():
 
 
 def test_hop_diffusion_sums_the_hops_of_the_mean_transition_matrix_with_their_weights():
-    from plnlp_core.nn.hop_diffusion import HopDiffusionConv
+    from plnlp_core.nn.encoders.hop_diffusion import HopDiffusionConv
 
     torch.manual_seed(0)
     adj, _ = build_adjacency(EDGES, NUM_NODES)
@@ -147,7 +147,7 @@ def test_hop_diffusion_sums_the_hops_of_the_mean_transition_matrix_with_their_we
 
 
 def test_hop_diffusion_reads_as_far_as_its_hops():
-    from plnlp_core.nn.hop_diffusion import HopDiffusionConv
+    from plnlp_core.nn.encoders.hop_diffusion import HopDiffusionConv
 
     torch.manual_seed(0)
     adj, _ = build_adjacency(EDGES, NUM_NODES)  # node 3 is 2 hops from node 1, 3 from node 5

@@ -2,8 +2,8 @@ import torch
 from torch_geometric.nn import SAGEConv
 
 from plnlp_core.graph import build_adjacency
-from plnlp_core.nn import mean_aggregation
-from plnlp_core.nn.mean_aggregation import (
+from plnlp_core.nn.encoders import mean_aggregation
+from plnlp_core.nn.encoders.mean_aggregation import (
     SymmetricSAGEConv,
     dense_pays_off,
     symmetric_mean_spmm,

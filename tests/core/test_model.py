@@ -9,7 +9,7 @@ from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
 from plnlp_core.graph import build_adjacency
-from plnlp_core.nn.common_neighbors import AdjacencyLookup, remove_edges
+from plnlp_core.nn.edge_level.common_neighbors import AdjacencyLookup, remove_edges
 
 NUM_NODES = 20
 SMALL = dict(embedding_dim=8, hidden_channels=8, predictor="mlp", predictor_hidden=8)

@@ -13,7 +13,7 @@ from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
 from plnlp_core.graph import build_adjacency
 from plnlp_core.nn import EdgeLevelPredictor, GNNEncoder, NCNPredictor, NodeInput
-from plnlp_core.nn.common_neighbors import AdjacencyLookup, drop_edges
+from plnlp_core.nn.edge_level.common_neighbors import AdjacencyLookup, drop_edges
 from plnlp_core.nn.relu_dropout import ReLUDropout
 from plnlp_core.training.fitting import fit
 from tests.core.test_common_neighbors import dense, random_graph, some_pairs
@@ -52,7 +52,7 @@ def test_ncn_scores_lin_of_beta_cn_of_the_dense_common_sum_plus_ij(
 
 
 def test_ncn_under_bfloat16_autocast_rounds_only_the_common_neighbour_sum(graph, monkeypatch):
-    import plnlp_core.nn.ncn_predictor as ncn_predictor
+    import plnlp_core.nn.edge_level.ncn_predictor as ncn_predictor
 
     _, adj, pairs = graph
     torch.manual_seed(0)

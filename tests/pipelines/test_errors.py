@@ -1735,8 +1735,7 @@ def predict_store(mlflow_store, ddi_standin_split, tmp_path) -> dict[str, str]:
     import mlflow
     import pyarrow as pa
 
-    from components.recording.model_export import log_link_model, logged_model_uri
-    from components.recording.model_registry import register_link_model
+    from components.recording.models import log_link_model, logged_model_uri, register_link_model
     from plnlp_core.assembly import build_input_adjacency, build_model
     from plnlp_core.config import PLNLPConfig
     from plnlp_core.data.node_ids import NodeIds

@@ -17,7 +17,7 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from components.recording.model_registry import CHAMPION, register_link_model
+from components.recording.models import CHAMPION, register_link_model
 from pipelines.predict import main as predict
 from pipelines.run import main as run
 from plnlp_core.data.datasets import DATASETS

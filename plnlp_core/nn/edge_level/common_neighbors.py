@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from plnlp_core.edge_set import EdgeSet
-from plnlp_core.nn.bit_rows import BitRows, dense_common_neighbor_sum
+from plnlp_core.nn.edge_level.bit_rows import BitRows, dense_common_neighbor_sum
 
 MAX_CANDIDATES = 2**22
 """Membership tests per chunk: 4 M tests hold about 150 MB of indices."""

@@ -1,7 +1,7 @@
 """PyG's message-passing layers as PLNLP's encoders take them."""
 from torch_geometric.nn import GATConv, GCNConv
 
-from plnlp_core.nn.encoder_registry import ENCODERS
+from plnlp_core.nn.encoders.registry import ENCODERS
 
 
 @ENCODERS.register("gcn")

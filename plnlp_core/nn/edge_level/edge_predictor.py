@@ -1,13 +1,17 @@
 import torch
 from torch import Tensor, nn
 
-from plnlp_core.nn.common_neighbors import AdjacencyLookup, common_neighbor_sum, path3_counts
+from plnlp_core.nn.edge_level.common_neighbors import (
+    AdjacencyLookup,
+    common_neighbor_sum,
+    path3_counts,
+)
 from plnlp_core.nn.predictors.mlp import MLP
 from plnlp_core.registry import Registry
 
 EDGE_PREDICTORS: Registry[type[nn.Module]] = Registry("edge-level predictor")
 """``predictor`` at ``encoder_level: edge``: ``"mlp"`` (:class:`EdgeLevelPredictor`)
-or ``"ncn"`` (:class:`plnlp_core.nn.ncn_predictor.NCNPredictor`)."""
+or ``"ncn"`` (:class:`plnlp_core.nn.edge_level.ncn_predictor.NCNPredictor`)."""
 
 
 @EDGE_PREDICTORS.register("mlp")

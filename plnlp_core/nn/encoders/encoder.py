@@ -4,11 +4,11 @@ import torch
 from torch import Tensor, nn
 
 # importing the layer modules registers their layers in ENCODERS
-from plnlp_core.nn import hop_diffusion, pure_gcn, pyg_layers, sum_aggregation  # noqa: F401
-from plnlp_core.nn.encoder_registry import ENCODERS
-from plnlp_core.nn.mean_aggregation import SymmetricSAGEConv
+from plnlp_core.nn.encoders import hop_diffusion, pure_gcn, pyg_layers, sum_aggregation  # noqa: F401
+from plnlp_core.nn.encoders.mean_aggregation import SymmetricSAGEConv
+from plnlp_core.nn.encoders.registry import ENCODERS
+from plnlp_core.nn.encoders.weight_free import WeightFreeConv
 from plnlp_core.nn.relu_dropout import relu_dropout
-from plnlp_core.nn.weight_free import WeightFreeConv
 
 WEIGHT_FREE_ENCODERS = tuple(name for name in ENCODERS.names
                              if isinstance(ENCODERS.get(name), type)

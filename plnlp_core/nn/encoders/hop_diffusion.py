@@ -1,8 +1,8 @@
 import torch
 from torch import Tensor, nn
 
-from plnlp_core.nn.encoder_registry import ENCODERS
-from plnlp_core.nn.mean_aggregation import symmetric_mean_spmm
+from plnlp_core.nn.encoders.mean_aggregation import symmetric_mean_spmm
+from plnlp_core.nn.encoders.registry import ENCODERS
 
 
 @ENCODERS.register("agdn")

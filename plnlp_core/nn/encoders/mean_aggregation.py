@@ -5,7 +5,7 @@ import torch
 from torch import Tensor
 from torch_geometric.nn import SAGEConv
 
-from plnlp_core.nn.encoder_registry import ENCODERS
+from plnlp_core.nn.encoders.registry import ENCODERS
 
 DENSE_MIN_DENSITY = 1 / 16
 """The share of nonzero entries from which a GPU aggregates faster over a

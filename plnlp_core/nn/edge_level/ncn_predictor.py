@@ -1,8 +1,8 @@
 import torch
 from torch import Tensor, nn
 
-from plnlp_core.nn.common_neighbors import AdjacencyLookup, common_neighbor_sum
-from plnlp_core.nn.edge_predictor import EDGE_PREDICTORS
+from plnlp_core.nn.edge_level.common_neighbors import AdjacencyLookup, common_neighbor_sum
+from plnlp_core.nn.edge_level.edge_predictor import EDGE_PREDICTORS
 from plnlp_core.nn.relu_dropout import ReLUDropout
 
 

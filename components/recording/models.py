@@ -5,18 +5,29 @@ model last encoded the nodes once
 (:class:`plnlp_core.scoring.link_scorer.LinkScorer`) and wrote its files (the
 evaluate stage, :mod:`components.evaluate`); the driver logs them here with
 the model's own copy of :mod:`plnlp_core`. Nothing here reads a stage's
-output: the caller hands over the scorer's folder."""
+output: the caller hands over the scorer's folder.
+
+Registered link predictors: a run's ``model`` as a new version of a
+name in MLflow's model registry, and the ``champion`` alias on the version
+with the best validation metric so far, so that
+``models:/<name>@champion`` always means the best model registered."""
+import contextlib
+import io
 import warnings
 from importlib.metadata import version
 from pathlib import Path
 
 import mlflow
+from mlflow.exceptions import MlflowException
 from mlflow.models import ModelSignature
+from mlflow.tracking import MlflowClient
 from mlflow.types import ColSpec, Schema
 from mlflow.types.schema import AnyType
 
 import components.recording.served_model
 import plnlp_core
+from components.recording.metric_names import run_metrics
+from components.recording.names import CHAMPION
 
 MODEL_ARTIFACT = "model"
 REQUIREMENTS = ("torch", "torch-geometric", "ogb", "pyarrow", "pandas", "scipy")
@@ -62,3 +73,32 @@ def log_link_model(directory: Path, id_kind: str) -> None:
             signature=served_signature(id_kind), code_paths=[str(Path(plnlp_core.__file__).parent)],
             pip_requirements=[f"{name}=={version(name).split('+')[0]}" for name in REQUIREMENTS],
         )
+
+
+
+
+
+def register_link_model(run_id: str, name: str, metric: str) -> str:
+    """Registers run ``run_id``'s model as a new version of ``name``, tagged
+    with the run's ``metric`` (e.g. ``final_valid_hits_20``); the version
+    becomes ``champion`` when it beats the current one's (or there is
+    none). Returns one line saying what happened."""
+    client = MlflowClient()
+    value = run_metrics(client.get_run(run_id).data.metrics)[metric]
+    with contextlib.redirect_stderr(io.StringIO()):  # MLflow prints "Successfully registered"
+        version = mlflow.register_model(logged_model_uri(run_id), name).version
+    client.set_model_version_tag(name, version, metric, f"{value:.6g}")
+    champion = _champion(client, name)
+    line = f"registered {name} version {version} ({metric} {value:.4f})"
+    held = None if champion is None else champion.tags.get(metric)
+    if champion is None or held is None or value > float(held):
+        client.set_registered_model_alias(name, CHAMPION, version)
+        return f"{line}; it is models:/{name}@{CHAMPION}"
+    return f"{line}; {CHAMPION} stays version {champion.version} ({metric} {float(held):.4f})"
+
+
+def _champion(client: MlflowClient, name: str) -> object | None:
+    try:
+        return client.get_model_version_by_alias(name, CHAMPION)
+    except MlflowException:
+        return None

@@ -1,7 +1,7 @@
 from torch import Tensor, nn
 
-from plnlp_core.nn.common_neighbors import AdjacencyLookup, drop_edges
-from plnlp_core.nn.encoder import GNNEncoder
+from plnlp_core.nn.edge_level.common_neighbors import AdjacencyLookup, drop_edges
+from plnlp_core.nn.encoders.encoder import GNNEncoder
 from plnlp_core.nn.model import ENCODER_LEVELS, PLNLPModel
 from plnlp_core.nn.node_input import NodeInput
 
@@ -34,7 +34,7 @@ class EdgeLevelModel(PLNLPModel):
 
     With ``edge_dropout`` :math:`p > 0`, each training step first drops a
     fraction :math:`p` of the input graph's undirected edges
-    (:func:`~plnlp_core.nn.common_neighbors.drop_edges`), so that
+    (:func:`~plnlp_core.nn.edge_level.common_neighbors.drop_edges`), so that
     :math:`\tilde{A} = A - \sum_{(i, j) \in D \cup P}
     (e_i e_j^\top + e_j e_i^\top)` with :math:`D` drawn anew each step and
     :math:`P` the step's positive edges. NCN drops each direction of each

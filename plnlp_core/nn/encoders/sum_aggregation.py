@@ -1,7 +1,7 @@
 from torch import Tensor
 
-from plnlp_core.nn.encoder_registry import ENCODERS
-from plnlp_core.nn.weight_free import WeightFreeConv
+from plnlp_core.nn.encoders.registry import ENCODERS
+from plnlp_core.nn.encoders.weight_free import WeightFreeConv
 
 
 @ENCODERS.register("sum")
