@@ -62,8 +62,7 @@ def score(plan: RunPlan) -> dict[str, float]:
     extra = plan.params()
     if plan.run_id is None:
         log_config(plan.config, extra, heuristic=plan.model != "plnlp")
-        log_sources(str(plan.source.path.resolve()) if plan.source.path else plan.source.info.name,
-                    *roots.sources())
+        log_sources(plan.source.label, *roots.sources())
     # scipy's sparse products run on CPUs alone: as many as a worker holds
     cpus = request.workers.cpus_per_worker
     heart = heart_stage(dataset, plan.config, cpus)  # once for every seed

@@ -143,6 +143,12 @@ class GraphSource:
         """``default`` for a graph of one's own, else ``paper``."""
         return default_preset(self.path is not None)
 
+    @property
+    def label(self) -> str:
+        """How a run's tags name it: a graph of one's own by its absolute
+        path, an OGB dataset by its name."""
+        return str(self.path.resolve()) if self.path else self.info.name
+
 
 @dataclass
 class RunPlan:

@@ -77,8 +77,7 @@ def sweep(plan: SweepPlan) -> object:
     if request.resume is None:
         log_config(space.base, space.describe(), exclude=space.searched)
         log_text(request.space.read_text(), SEARCH_SPACE_FILE)
-        log_sources(str(source.path.resolve()) if source.path else source.info.name,
-                    *roots.sources())
+        log_sources(source.label, *roots.sources())
     heart = heart_stage(dataset, space.base, space.resources.cpus_per_worker)  # for every trial
     options = {"tracking_uri": tracking_uri(), "metric": space.metric, "heart": heart,
                "checkpoints": roots.checkpoints,
