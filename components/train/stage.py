@@ -7,6 +7,7 @@ from collections.abc import Collection
 
 import ray.train
 import ray.train.torch
+from ray.exceptions import RayActorError
 from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
 
 from components.artifacts import DatasetArtifact, HeartArtifact, TrainArtifact, WalkArtifact
@@ -82,17 +83,33 @@ def fit_worker_group(loop_config: dict, workers: WorkerGroup, storage: Location,
                      max_failures: int, callbacks: list[ray.train.UserCallback]) -> str:
     """Trains with Ray Train's worker group; returns the path of the newest
     checkpoint (the one a ``--resume`` that found nothing left to train
-    went on from, when Train reported none)."""
-    trainer = trainer_class(workers)(
-        train_worker, train_loop_config=loop_config, scaling_config=workers.scaling_config(),
-        run_config=ray.train.RunConfig(
-            name=name, storage_path=storage.uri,
-            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
-            failure_config=ray.train.FailureConfig(max_failures=max_failures),
-            callbacks=callbacks, logging_config=ray.train.LoggingConfig(log_level="WARNING"),
-        ),
+    went on from, when Train reported none).
+
+    A worker that dies while Train starts its group (after the group's
+    placement, before the training function runs) ends Ray Train 2.60's
+    run with a :class:`~ray.train.ControllerError` its failure policy does
+    not retry; such a run is fitted again under the same name, so that it
+    goes on from its newest checkpoint, as a worker lost later does, up to
+    ``max_failures`` more times."""
+    run_config = ray.train.RunConfig(
+        name=name, storage_path=storage.uri,
+        checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
+        failure_config=ray.train.FailureConfig(max_failures=max_failures),
+        callbacks=callbacks, logging_config=ray.train.LoggingConfig(log_level="WARNING"),
     )
-    result = trainer.fit()
+    for attempt in range(max_failures + 1):
+        trainer = trainer_class(workers)(train_worker, train_loop_config=loop_config,
+                                         scaling_config=workers.scaling_config(),
+                                         run_config=run_config)
+        try:
+            result = trainer.fit()
+            break
+        except ray.train.ControllerError as error:
+            if not isinstance(error.controller_failure, RayActorError) or attempt == max_failures:
+                raise
+            print(f"A Train worker died while its group was starting ({error.controller_failure}"
+                  f"); starting a new group from the newest checkpoint ({attempt + 1} of "
+                  f"{max_failures} restarts).", flush=True)
     if result.checkpoint is None:
         return newest_checkpoint(storage / name, workers.num_workers)
     return result.checkpoint.path
