@@ -21,6 +21,7 @@ from plnlp_core.nn import EDGE_PREDICTORS, ENCODER_LEVELS, GNNEncoder, NodeInput
 from plnlp_core.nn.model import unwrap
 from plnlp_core.random_walk import walk_round, walk_starts
 from plnlp_core.sampling import SAMPLERS, NegativeSampler
+from plnlp_core.sparse_adam import DenseAndSparseAdam, sparse_parameters
 
 LAYER_OPTIONS = {"agdn": lambda config: {"hops": config.diffusion_hops}}
 """The encoder layers' own settings, by encoder name."""
@@ -29,8 +30,10 @@ LAYER_OPTIONS = {"agdn": lambda config: {"hops": config.diffusion_hops}}
 def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLPModel:
     """The encoder and predictor ``config`` names, sized for the dataset, at
     the node or edge level (``encoder_level``)."""
+    sampled = config.fanouts is not None
     node_input = NodeInput(config.node_input, num_nodes, config.embedding_dim, info.feature_dim,
-                           config.embedding_init, config.input_dropout, config.feature_categories)
+                           config.embedding_init, config.input_dropout, config.feature_categories,
+                           sparse=sampled)
     encoder = GNNEncoder(
         config.encoder, node_input.out_channels, config.hidden_channels,
         config.encoder_layers, config.dropout, config.activate_last_layer,
@@ -52,6 +55,8 @@ def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLP
             "edge_dropout": config.edge_dropout,
         },
     }
+    if sampled:
+        encoder.stop_caching()  # every step's graph is another sample
     return ENCODER_LEVELS.get(config.encoder_level)(
         node_input, encoder, **level_arguments[config.encoder_level]())
 
@@ -75,19 +80,27 @@ def parameter_groups(model: nn.Module, config: PLNLPConfig) -> list[dict[str, ob
     ``predictor_lr`` (NCN's ``--prelr``) and the rest at ``lr``, or one
     group at ``lr`` when ``predictor_lr`` is unset."""
     core = unwrap(model)
+    sparse = {id(p) for p in sparse_parameters(core)}
+    dense = [p for p in model.parameters() if id(p) not in sparse]
     if config.predictor_lr is None:
-        return [{"params": list(model.parameters()), "lr": config.lr}]
+        return [{"params": dense, "lr": config.lr}]
     predictor = {id(p) for p in core.predictor.parameters()}
-    rest = [p for p in model.parameters() if id(p) not in predictor]
-    ours = [p for p in model.parameters() if id(p) in predictor]
+    rest = [p for p in dense if id(p) not in predictor]
+    ours = [p for p in dense if id(p) in predictor]
     return [{"params": rest, "lr": config.lr}, {"params": ours, "lr": config.predictor_lr}]
 
 
-def build_optimizer(model: nn.Module, config: PLNLPConfig) -> torch.optim.Adam:
+def build_optimizer(model: nn.Module, config: PLNLPConfig) -> torch.optim.Optimizer:
     """Adam over :func:`parameter_groups`, fused into one kernel per step
     when the model is on a GPU: the foreach Adam took a fifth of the GPU
-    time of a ddi ``paper`` step in bf16 on an H200 (torch profiler)."""
+    time of a ddi ``paper`` step in bf16 on an H200 (torch profiler).
+    Embedding tables with sparse gradients (``fanouts``) step with
+    :class:`~torch.optim.SparseAdam` beside it (:class:`DenseAndSparseAdam`)."""
     on_gpu = any(p.is_cuda for p in model.parameters())
+    sparse = sparse_parameters(unwrap(model))
+    if sparse:
+        return DenseAndSparseAdam(parameter_groups(model, config), sparse, config.lr,
+                                  fused=on_gpu or None)
     return torch.optim.Adam(parameter_groups(model, config), fused=on_gpu or None)
 
 

@@ -83,6 +83,10 @@ SELECT_BEST = ("first", "last")
 PRECISIONS = ("fp32", "tf32", "bf16", "auto")
 """``precision``."""
 
+SAMPLED_ENCODERS = ("sage", "gcn", "gat")
+"""Encoders that run on a sampled neighbourhood (``fanouts``): PyG's
+message passing over its edge list."""
+
 EDGE_DROPPING_ENCODERS = ("gcn", "sum", "pure_gcn")
 """Encoders that read the adjacency's values, so that encoder_edge_dropout
 can thin them."""

@@ -39,6 +39,7 @@ class PLNLPConfig(CheckedSettings):
     encoder_residual: bool = False
     encoder_layer_norm: bool = False
     encoder_edge_dropout: float = 0.0
+    fanouts: tuple[int, ...] | None = None  # None: full batch; else neighbours per hop
     encoder_initial_residual: float = 0.0
     diffusion_hops: int = 3  # encoder agdn
     # node or edge level (§4.1's ENE, the NCN form); the edge level's own settings
@@ -204,7 +205,10 @@ that leaves a part out logs none of its settings."""
 
 
 def _as_declared(value: object, hint: object) -> object:
-    """An int given for a float setting, as a float."""
+    """An int given for a float setting, as a float; a list for a tuple
+    setting, as a tuple (a config hashes)."""
+    if isinstance(value, list):
+        return tuple(value)
     floats = float in (typing.get_args(hint) or (hint,))
     return float(value) if floats and isinstance(value, int) and not isinstance(value, bool) \
         else value

@@ -26,6 +26,7 @@ from plnlp_core.choices import (
     PATH_LENGTHS,
     PRECISIONS,
     PREDICTOR_CHOICES,
+    SAMPLED_ENCODERS,
     SAMPLER_CHOICES,
     SELECT_BEST,
     WALK_POSITIVES,
@@ -110,6 +111,7 @@ def check_settings(config: "CheckedSettings", info: DatasetInfo) -> None:
             "positive length or leave them at their defaults."
         )
     _check_encoder_options(config)
+    _check_fanouts(config)
     _check_edge_level(config)
     check_against_dataset(config, info)
 
@@ -123,6 +125,30 @@ def _check_heart(config: "CheckedSettings") -> None:
         raise PLNLPError(
             "heart_files are HeaRT's own negatives (heart_mode=heart), and heart_filtered "
             "builds its own; leave heart_files out or set heart_mode=heart.")
+
+
+def _check_fanouts(config: "CheckedSettings") -> None:
+    """Refuses ``fanouts`` that are not one positive count per encoder
+    layer, or a model that cannot train on a sampled neighbourhood."""
+    fanouts = config.fanouts
+    if fanouts is None:
+        return
+    if not fanouts or any(f < 1 for f in fanouts):
+        raise PLNLPError(f"fanouts must be positive neighbour counts, one per encoder layer "
+                         f"(e.g. [15, 10]), got {list(fanouts)}; or null for full batch.")
+    if config.encoder_level != "node" or config.encoder not in SAMPLED_ENCODERS:
+        raise PLNLPError(f"fanouts samples the node level's neighbourhoods, which encoder_level "
+                         f"{config.encoder_level!r} with encoder {config.encoder!r} cannot use; "
+                         f"set encoder_level=node and encoder to one of "
+                         f"{', '.join(SAMPLED_ENCODERS)}, or fanouts to null.")
+    if len(fanouts) != config.encoder_layers:
+        raise PLNLPError(f"fanouts has {len(fanouts)} entries for {config.encoder_layers} encoder "
+                         f"layers; give one fanout per layer, e.g. "
+                         f"{[15, 10, 5][:config.encoder_layers] or [15]}.")
+    for key in ("node_target_edge_removal", "encoder_edge_dropout"):
+        if getattr(config, key):
+            raise PLNLPError(f"{key} changes the full graph each step, which a sampled step "
+                             f"never encodes; leave {key} at its default, or fanouts at null.")
 
 
 def _check_encoder_options(config: "CheckedSettings") -> None:
@@ -309,11 +335,23 @@ def check_type(key: str, value: object, hint: object) -> None:
     allowed = typing.get_args(hint) or (hint,)
     if float in allowed:
         allowed = (*allowed, int)
-    ok = any(
-        value is None if t is type(None) else isinstance(value, t) and not (
-            isinstance(value, bool) and t is not bool)
-        for t in allowed
-    )
+    ok = any(_is_of(value, t) for t in allowed)
     if not ok:
-        names = " or ".join("null" if t is type(None) else t.__name__ for t in allowed)
+        names = " or ".join(_type_name(t) for t in allowed)
         raise PLNLPError(f"setting {key} must be {names}, got {value!r}.")
+
+
+def _is_of(value: object, hint: object) -> bool:
+    """Whether ``value`` is of the declared ``hint``: ``None`` for null, a
+    list or tuple of ints for ``tuple[int, ...]``, no bool for a number."""
+    if hint is type(None):
+        return value is None
+    if typing.get_origin(hint) is tuple:
+        return isinstance(value, list | tuple) and all(_is_of(v, int) for v in value)
+    return isinstance(value, hint) and not (isinstance(value, bool) and hint is not bool)
+
+
+def _type_name(hint: object) -> str:
+    if hint is type(None):
+        return "null"
+    return "a list of integers" if typing.get_origin(hint) is tuple else hint.__name__

@@ -8,6 +8,7 @@ from plnlp_core.nn.encoders.encoder import GNNEncoder
 from plnlp_core.nn.node_input import NodeInput
 from plnlp_core.nn.predictors.registry import PREDICTORS
 from plnlp_core.registry import Registry
+from plnlp_core.sampling.neighbors import SampledSubgraph
 
 ENCODER_LEVELS: Registry[type["PLNLPModel"]] = Registry("encoder level")
 """``encoder_level``: ``"node"`` (:class:`PLNLPModel`) or ``"edge"``
@@ -91,9 +92,20 @@ class PLNLPModel(nn.Module):
         eight times as long on CPU."""
         return self.predictor(h.index_select(0, pairs[:, 0]), h.index_select(0, pairs[:, 1]))
 
-    def forward(self, x: Tensor | None, adj: Tensor, pairs: Tensor) -> Tensor:
+    def encode_sampled(self, x: Tensor | None, subgraph: SampledSubgraph) -> Tensor:
+        """The vectors of ``subgraph``'s seeds, shape ``[num_seeds, C]``,
+        encoded on the sampled neighbourhood alone (its nodes' input rows,
+        its edges)."""
+        h = self.encoder(self.node_input(x, subgraph.nodes), subgraph.edge_index)
+        return h[:subgraph.num_seeds]
+
+    def forward(self, x: Tensor | None, adj: Tensor | SampledSubgraph, pairs: Tensor) -> Tensor:
         """Scores ``pairs``; in training with ``target_edge_removal``, each
-        group of them on the graph without its positive edges."""
+        group of them on the graph without its positive edges. Given a
+        :class:`SampledSubgraph` for ``adj``, ``pairs`` are its seeds'
+        local ids, encoded on it (neighbour-sampled training)."""
+        if isinstance(adj, SampledSubgraph):
+            return self.score(self.encode_sampled(x, adj), pairs)
         if not (self.training and self.target_edge_removal):
             return self.score(self.encode(x, adj), pairs)
         return self.score_without_targets(

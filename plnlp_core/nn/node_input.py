@@ -35,6 +35,9 @@ class NodeInput(nn.Module):
         dropout (float): Dropout :math:`p`. (default: ``0.0``)
         num_categories (int, optional): Embed the features as :math:`C`
             categories. (default: ``None``: used raw)
+        sparse (bool): The node embedding's gradients are sparse, its rows
+            a step read alone (neighbour-sampled training, updated by
+            :class:`~torch.optim.SparseAdam`). (default: ``False``)
 
     Shapes:
         - **input:** node features :math:`(N, F)` or ``None``
@@ -43,14 +46,15 @@ class NodeInput(nn.Module):
 
     def __init__(self, kind: str, num_nodes: int, embedding_dim: int, feature_dim: int,
                  init: str = "xavier", dropout: float = 0.0,
-                 num_categories: int | None = None) -> None:
+                 num_categories: int | None = None, sparse: bool = False) -> None:
         super().__init__()
         self.kind = kind
         self.init = init
         self.dropout = dropout
         self.use_embedding = kind in ("embedding", "both")
         self.use_features = kind in ("features", "both")
-        self.embedding = nn.Embedding(num_nodes, embedding_dim) if self.use_embedding else None
+        self.embedding = nn.Embedding(num_nodes, embedding_dim, sparse=sparse) \
+            if self.use_embedding else None
         self.categories = None
         if num_categories is not None:
             if feature_dim not in (1, num_categories):
@@ -70,11 +74,15 @@ class NodeInput(nn.Module):
             else:
                 nn.init.xavier_uniform_(embedding.weight)
 
-    def forward(self, x: Tensor | None) -> Tensor:
+    def forward(self, x: Tensor | None, nodes: Tensor | None = None) -> Tensor:
+        """Every node's input, or only ``nodes``'s rows (a sampled step's:
+        their embedding rows alone get gradients)."""
         parts = []
         if self.use_embedding:
-            parts.append(self.embedding.weight)
+            parts.append(self.embedding.weight if nodes is None else self.embedding(nodes))
         if self.use_features:
+            if nodes is not None:
+                x = x.index_select(0, nodes.to(x.device)).to(nodes.device)
             parts.append(x if self.categories is None else
                          self.categories(category_index(x, self.categories.num_embeddings)))
         h = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]

@@ -9,6 +9,8 @@ from plnlp_core.errors import PLNLPError
 from plnlp_core.losses import LOSSES, LossFn
 from plnlp_core.nn.model import unwrap
 from plnlp_core.sampling import NegativeSampler, PairScorer, draw_negatives
+from plnlp_core.sampling.neighbors import NeighborSampler, SampledSubgraph, sample_pairs
+from plnlp_core.sparse_adam import sparse_parameters
 
 
 @dataclass
@@ -91,8 +93,8 @@ def draw_batch(
 
 
 def train_step(
-    model: nn.Module, optimizer: torch.optim.Optimizer, x: Tensor | None, adj: Tensor,
-    batch: PairBatch, options: StepOptions,
+    model: nn.Module, optimizer: torch.optim.Optimizer, x: Tensor | None,
+    adj: Tensor | SampledSubgraph, batch: PairBatch, options: StepOptions,
 ) -> RankingStats:
     r"""One step on ``batch``: positives and the distinct negatives are
     scored together in one forward pass, each negative once, then the
@@ -106,7 +108,10 @@ def train_step(
     Under DDP each of ``world_size`` workers holds a shard of the global
     batch and gradients are averaged, so the local ranking sum is scaled by
     ``world_size`` and the L2 term is added once overall: the update equals
-    one worker's on the whole batch. With ``clip_grad_norm`` the encoder's
+    one worker's on the whole batch. On a :class:`SampledSubgraph` (``adj``
+    when ``fanouts`` is set) the pairs are its local ids and the L2 term
+    reads the embedding rows the step encoded, not the whole table (see
+    :func:`l2_penalty`). With ``clip_grad_norm`` the encoder's
     and the predictor's gradients are clipped after averaging. With
     ``precision: bf16`` the forward pass runs under bfloat16 autocast and the
     loss in fp32.
@@ -124,7 +129,7 @@ def train_step(
     ranking = options.loss_fn(pos_score, neg_score, batch.weight)
     loss = ranking * options.world_size
     if options.l2 > 0:
-        loss = loss + options.l2 * sum(p.square().sum() for p in model.parameters())
+        loss = loss + options.l2 * l2_penalty(model, adj)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if options.clip_grad_norm is not None:
@@ -135,14 +140,29 @@ def train_step(
     return RankingStats(ranking.detach(), gap)
 
 
+def l2_penalty(model: nn.Module, adj: Tensor | SampledSubgraph) -> Tensor:
+    r""":math:`\lVert \theta \rVert_2^2` over every parameter; on a sampled
+    step, the embedding tables (whose gradients are sparse) count only the
+    rows of the step's nodes."""
+    sparse = {id(p) for p in sparse_parameters(model)}
+    penalty = sum(p.square().sum() for p in model.parameters() if id(p) not in sparse)
+    if sparse and isinstance(adj, SampledSubgraph):
+        for table in sparse_parameters(model):
+            penalty = penalty + nn.functional.embedding(adj.nodes, table, sparse=True).square().sum()
+    return penalty
+
+
 def train_epoch(
     model: nn.Module, optimizer: torch.optim.Optimizer, x: Tensor | None, adj: Tensor,
     positives: Tensor, weights: Tensor | None, sampler: NegativeSampler, options: StepOptions,
     batch_size: int, generator: torch.Generator | None = None, max_batches: int | None = None,
+    neighbors: NeighborSampler | None = None,
 ) -> RankingStats:
     """One pass over ``positives`` in shuffled batches of ``batch_size``,
     stopping after ``max_batches`` batches when given. A model-guided
-    sampler consults the model as it is before each step.
+    sampler consults the model as it is before each step. With
+    ``neighbors`` each step encodes only the sampled neighbourhood of its
+    pairs' nodes (:func:`~plnlp_core.sampling.neighbors.sample_pairs`).
 
     Returns:
         The ranking loss per positive pair trained on and the mean score
@@ -156,10 +176,13 @@ def train_epoch(
     for index in order.split(batch_size)[:max_batches]:
         weight = None if weights is None else weights[index]
         if sampler.guided:
-            sampler.observe(model_scorer(model, x, adj))
+            sampler.observe(model_scorer(model, x, adj, neighbors, generator))
         batch = draw_batch(positives[index], weight, sampler, options.num_neg,
                            options.negatives, generator)
-        stats = train_step(model, optimizer, x, adj, batch, options)
+        step_graph = adj
+        if neighbors is not None:
+            batch, step_graph = sampled_batch(batch, neighbors, generator)
+        stats = train_step(model, optimizer, x, step_graph, batch, options)
         loss = loss + stats.loss
         gap = gap + stats.score_gap * index.numel()
         seen += index.numel()
@@ -167,16 +190,34 @@ def train_epoch(
     return RankingStats(loss_sum / max(seen, 1), gap_sum / max(seen, 1))
 
 
-def model_scorer(model: nn.Module, x: Tensor | None, adj: Tensor) -> PairScorer:
+def sampled_batch(
+    batch: PairBatch, neighbors: NeighborSampler, generator: torch.Generator | None,
+) -> tuple[PairBatch, SampledSubgraph]:
+    """``batch`` in the local ids of its nodes' sampled neighbourhood, and
+    that neighbourhood."""
+    m = batch.pos.size(0)
+    subgraph, local = sample_pairs(neighbors, torch.cat([batch.pos, batch.neg]), generator)
+    return PairBatch(local[:m], batch.weight, local[m:], batch.neg_index), subgraph
+
+
+def model_scorer(
+    model: nn.Module, x: Tensor | None, adj: Tensor, neighbors: NeighborSampler | None = None,
+    generator: torch.Generator | None = None,
+) -> PairScorer:
     """Scores pairs with ``model`` as it is now: without gradients and
-    without dropout (evaluation mode, restored afterwards)."""
+    without dropout (evaluation mode, restored afterwards); with
+    ``neighbors``, on the pairs' sampled neighbourhood, as a step does."""
     core = unwrap(model)
 
     def score(pairs: Tensor) -> Tensor:
         was_training = core.training
         core.eval()
         with torch.no_grad():
-            scores = core(x, adj, pairs)
+            if neighbors is None:
+                scores = core(x, adj, pairs)
+            else:
+                subgraph, local = sample_pairs(neighbors, pairs, generator)
+                scores = core(x, subgraph, local)
         core.train(was_training)
         return scores.float()
 

@@ -15,6 +15,7 @@ from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.graph import TrainingGraph
 from plnlp_core.nn.model import unwrap
+from plnlp_core.sampling.neighbors import NeighborSampler
 from plnlp_core.scoring.evaluation import evaluate
 from plnlp_core.training.epoch import (
     StepOptions,
@@ -64,7 +65,10 @@ def fit(
     equal validation scores, or the last with ``select_best: last``.
 
     ``model`` may be wrapped in :class:`DistributedDataParallel`;
-    ``graph.positives`` is then this worker's shard. With ``resume``,
+    ``graph.positives`` is then this worker's shard. With ``config.fanouts``
+    each step encodes its pairs' sampled neighbourhoods
+    (:class:`~plnlp_core.sampling.neighbors.NeighborSampler`); evaluation
+    encodes every node over all its neighbours, as full batch does. With ``resume``,
     training goes on after ``resume.epoch`` as if it had never stopped.
     """
     core = unwrap(model)
@@ -74,6 +78,7 @@ def fit(
     x = None if split.x is None else split.x.to(device)
     graph = graph.to(device)
     sampler = build_sampler(config, split, graph, device)
+    neighbors = None if config.fanouts is None else NeighborSampler(graph.adj, config.fanouts)
     options = StepOptions.from_config(config, world_size)
     set_matmul_precision(config.precision)
     optimizer = build_optimizer(model, config)
@@ -93,7 +98,7 @@ def fit(
         positives, weights = graph.epoch_positives(epoch)
         batches = agreed_batches(positives, batch_size, config.max_batches_per_epoch, world_size)
         stats = train_epoch(model, optimizer, x, graph.adj, positives, weights, sampler,
-                            options, batch_size, generator, batches)
+                            options, batch_size, generator, batches, neighbors)
         if schedule is not None:
             schedule.step()
         epoch_result = EpochResult(epoch, stats.loss, time.perf_counter() - start,
