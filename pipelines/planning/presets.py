@@ -21,10 +21,31 @@ def presets_file(dataset: str, own_graph: bool) -> str:
     return OWN_PRESETS if own_graph else dataset
 
 
-def default_preset(own_graph: bool) -> str:
-    """The preset a run starts from unless told: ``default`` for a graph of
-    one's own (its edge level), else ``paper``."""
-    return "default" if own_graph else "paper"
+SAMPLED_FROM_EDGES = 250_000
+"""The edge count from which a graph of one's own starts from the
+``sampled`` preset: the edge level's ``default`` took 625 s on 95,760
+edges (docs/method.md) and grows with the graph; the node level with
+neighbour sampling costs a step the same at any size."""
+
+
+def default_preset(own_graph: bool, num_edges: int | None = None) -> str:
+    """The preset a run starts from unless told: ``paper`` for an OGB
+    dataset; for a graph of one's own, ``default`` (its edge level), or
+    ``sampled`` (the node level with neighbour sampling) from
+    :data:`SAMPLED_FROM_EDGES` edges on."""
+    if not own_graph:
+        return "paper"
+    return "sampled" if num_edges is not None and num_edges >= SAMPLED_FROM_EDGES \
+        else "default"
+
+
+def preset_choice(num_edges: int) -> str:
+    """Why a graph of one's own of ``num_edges`` edges starts from the preset it does."""
+    chosen = default_preset(True, num_edges)
+    side = "at least" if chosen == "sampled" else "fewer than"
+    return (f"preset {chosen}: the graph has {num_edges:,} edges, {side} "
+            f"{SAMPLED_FROM_EDGES:,} (the edge level below, the node level with neighbour "
+            "sampling from there on; --preset chooses another)")
 
 
 def load_preset(dataset: str, preset: str) -> dict[str, object]:

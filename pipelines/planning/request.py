@@ -11,7 +11,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from components.train.workers import WorkerGroup
-from pipelines.planning.presets import default_preset, load_preset, presets_file
+from pipelines.planning.presets import (
+    default_preset,
+    load_preset,
+    preset_choice,
+    presets_file,
+)
 from pipelines.planning.sweep_space import Resources, SearchSpace
 from plnlp_core.choices import DEFAULT_SPLIT
 from plnlp_core.config import PLNLPConfig
@@ -132,6 +137,7 @@ class GraphSource:
 
     info: DatasetInfo
     path: Path | None = None
+    num_edges: int | None = None
 
     @property
     def presets(self) -> str:
@@ -140,8 +146,14 @@ class GraphSource:
 
     @property
     def default_preset(self) -> str:
-        """``default`` for a graph of one's own, else ``paper``."""
-        return default_preset(self.path is not None)
+        """``paper`` for an OGB dataset; for a graph of one's own
+        ``default``, or ``sampled`` for a large one (:func:`default_preset`)."""
+        return default_preset(self.path is not None, self.num_edges)
+
+    @property
+    def preset_choice(self) -> str | None:
+        """Why a graph of one's own starts from its default preset."""
+        return None if self.num_edges is None else preset_choice(self.num_edges)
 
     @property
     def label(self) -> str:
@@ -215,10 +227,13 @@ class RunPlan:
         """What a run logs beside its settings: the preset it started from
         and its model, and, for PLNLP, the seeds, the restarts allowed and
         the worker group (a heuristic is one CPU task)."""
+        chosen = {} if self.request.preset or self.source.preset_choice is None \
+            else {"preset_choice": self.source.preset_choice}
         if self.model != "plnlp":
-            return {"model": self.model, "preset": self.preset}
+            return {"model": self.model, "preset": self.preset, **chosen}
         return {"model": self.model, "preset": self.preset, "runs": self.runs,
-                "max_failures": self.request.max_failures, **asdict(self.request.workers)}
+                "max_failures": self.request.max_failures, **asdict(self.request.workers),
+                **chosen}
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,8 @@ def plan_run(request: RunRequest) -> RunPlan:
     source = graph_source(request.dataset, request.graph)
     config = resolve_config(request, source)
     plan = RunPlan(request, config, source, runs=request.runs if request.model == "plnlp" else 1)
+    if request.preset is None and source.preset_choice is not None:
+        print(source.preset_choice, flush=True)
     if request.model == "plnlp":
         confirm_cpu_run(plan)
     return plan
@@ -59,11 +61,11 @@ def graph_source(dataset: str, graph: GraphFlags) -> GraphSource:
         raise PLNLPError(f"unknown dataset {dataset!r}; choose one of: "
                          f"{', '.join(DATASETS.names)}, or give the path of your edge list "
                          "(.csv or .parquet) or of a split folder.")
-    from plnlp_core.data.own_graph import describe_own_graph, parse_split
+    from plnlp_core.data.own_graph import count_edges, describe_own_graph, parse_split
 
     parse_split(graph.split)
     info = describe_own_graph(path, graph.directed, graph.node_features, cut_offs(graph.hits_k))
-    return GraphSource(info, path)
+    return GraphSource(info, path, count_edges(path))
 
 
 def cut_offs(text: str) -> tuple[int, ...]:

@@ -148,7 +148,8 @@ def l2_penalty(model: nn.Module, adj: Tensor | SampledSubgraph) -> Tensor:
     penalty = sum(p.square().sum() for p in model.parameters() if id(p) not in sparse)
     if sparse and isinstance(adj, SampledSubgraph):
         for table in sparse_parameters(model):
-            penalty = penalty + nn.functional.embedding(adj.nodes, table, sparse=True).square().sum()
+            rows = nn.functional.embedding(adj.nodes, table, sparse=True)
+            penalty = penalty + rows.square().sum()
     return penalty
 
 

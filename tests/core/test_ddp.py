@@ -14,11 +14,12 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
-from plnlp_core.assembly import build_model
+from plnlp_core.assembly import build_model, build_optimizer
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.graph import build_adjacency
-from plnlp_core.training.epoch import PairBatch, StepOptions, train_step
+from plnlp_core.sampling.neighbors import NeighborSampler
+from plnlp_core.training.epoch import PairBatch, StepOptions, sampled_batch, train_step
 
 NUM_NODES = 16
 # dropout 0 so both runs compute the same forward pass; an MLP predictor so
@@ -26,6 +27,8 @@ NUM_NODES = 16
 CONFIG = PLNLPConfig(encoder="sage", embedding_dim=8, hidden_channels=8, encoder_layers=2,
                      predictor="mlp", predictor_hidden=8, predictor_layers=2, dropout=0.0,
                      loss="weighted_hinge_auc", walk_length=2, num_neg=3)
+SAMPLED = CONFIG.replace(fanouts=(2, 2))
+"""The same model trained on sampled neighbourhoods: a sparse embedding."""
 L2 = 0.01
 LR = 0.1
 # a worker that is stuck this long dumps its stack to rank<r>.err and exits
@@ -72,14 +75,28 @@ def one_step(model: torch.nn.Module, batch: PairBatch, world_size: int,
     return train_step(model, optimizer, None, adj, batch, options)
 
 
-def fresh_model(initial: Path) -> torch.nn.Module:
-    model = build_model(CONFIG, DATASETS.get("ddi"), NUM_NODES)
+def fresh_model(initial: Path, config: PLNLPConfig = CONFIG) -> torch.nn.Module:
+    model = build_model(config, DATASETS.get("ddi"), NUM_NODES)
     model.load_state_dict(torch.load(initial, weights_only=True))
     return model
 
 
+def sampled_steps(model: torch.nn.Module, rank: int, world_size: int) -> None:
+    """Three neighbour-sampled steps on this worker's shard, each with its
+    own sampled neighbourhood, the embedding rows updated by SparseAdam."""
+    config = SAMPLED.replace(l2=L2)
+    adj, _ = build_adjacency(graph_edges(), NUM_NODES)
+    neighbors = NeighborSampler(adj, list(config.fanouts))
+    optimizer = build_optimizer(model, config)
+    options = StepOptions.from_config(config, world_size)
+    generator = torch.Generator().manual_seed(rank)
+    for _ in range(3):
+        batch, subgraph = sampled_batch(shard_batches()[rank], neighbors, generator)
+        train_step(model, optimizer, None, subgraph, batch, options)
+
+
 def worker(rank: int, world_size: int, port: int, initial: str, out_dir: str,
-           clip: float | None) -> None:
+           clip: float | None, sampled: bool = False) -> None:
     """One DDP worker: steps on its shard and saves its parameters."""
     with open(Path(out_dir) / f"rank{rank}.err", "w") as err:
         faulthandler.dump_traceback_later(WORKER_TIMEOUT_S, exit=True, file=err)
@@ -91,8 +108,12 @@ def worker(rank: int, world_size: int, port: int, initial: str, out_dir: str,
                                   timeout=timeout)
             dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
                                     timeout=timeout)
-            model = DistributedDataParallel(fresh_model(Path(initial)))
-            one_step(model, shard_batches()[rank], world_size, clip)
+            if sampled:
+                model = DistributedDataParallel(fresh_model(Path(initial), SAMPLED))
+                sampled_steps(model, rank, world_size)
+            else:
+                model = DistributedDataParallel(fresh_model(Path(initial)))
+                one_step(model, shard_batches()[rank], world_size, clip)
             torch.save(model.module.state_dict(), Path(out_dir) / f"rank{rank}.pt")
             dist.destroy_process_group()
         except BaseException:
@@ -104,7 +125,7 @@ def worker(rank: int, world_size: int, port: int, initial: str, out_dir: str,
 
 
 def run_workers(world_size: int, initial: Path, out_dir: Path,
-                clip: float | None = None) -> list[dict]:
+                clip: float | None = None, sampled: bool = False) -> list[dict]:
     """Spawns ``world_size`` workers and returns each one's final state.
     The rendezvous store lives here, on a port the OS picks, so no other
     program can take the port between choosing and binding it. A worker that
@@ -115,7 +136,7 @@ def run_workers(world_size: int, initial: Path, out_dir: Path,
     port = store.port
     processes = [context.Process(target=worker,
                                  args=(rank, world_size, port, str(initial), str(out_dir),
-                                       clip))
+                                       clip, sampled))
                  for rank in range(world_size)]
     for process in processes:
         process.start()
@@ -174,3 +195,22 @@ def test_one_worker_on_the_concatenated_shards_differs_from_one_shard_alone(tmp_
     one_step(part, shard_batches()[0], world_size=1)
     weight = "node_input.embedding.weight"
     assert not torch.allclose(whole.state_dict()[weight], part.state_dict()[weight], atol=1e-6)
+
+
+def test_two_sampled_ddp_workers_keep_the_same_embedding_rows(tmp_path):
+    """Each worker samples its own neighbourhoods, so each steps other
+    embedding rows; DDP all-reduces the sparse row gradients (gloo), and
+    SparseAdam on every worker applies the same update to the union of the
+    rows: after three steps the workers' embeddings and weights agree."""
+    torch.manual_seed(0)
+    initial = tmp_path / "initial.pt"
+    start = build_model(SAMPLED, DATASETS.get("ddi"), NUM_NODES).state_dict()
+    torch.save(start, initial)
+    out_dir = tmp_path / "ddp"
+    out_dir.mkdir()
+    rank0, rank1 = run_workers(2, initial, out_dir, sampled=True)
+    weight = "node_input.embedding.weight"
+    assert not torch.allclose(rank0[weight], start[weight])
+    for key in rank0:
+        torch.testing.assert_close(rank0[key], rank1[key], atol=0, rtol=0,
+                                   msg=lambda m, key=key: f"{key}: {m}")
