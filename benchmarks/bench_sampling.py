@@ -1,0 +1,125 @@
+"""Full batch against neighbour-sampled training (``fanouts``) on
+power-law graphs of growing size, side by side in one run: seconds per
+million training positives and the peak memory of the process that builds
+the graph and model and trains, each mode in a process of its own.
+
+    python benchmarks/bench_sampling.py [--edges 1e6,1e7,5e7] [--steps 3]
+        [--nodes-per-edge 0.1]
+
+The graphs are a power-law generator's (a node's chance to be an edge's
+source falls as its rank to the -0.8, destinations uniform), 0.1 nodes an
+edge, 90 % of the edges training positives. The model is the ``sampled``
+preset's (pipelines/presets/own.yaml: SAGE 2x64, embedding 64, MLP 2x64,
+3 shared global negatives); full batch runs it with ``fanouts: null`` and
+batches of 65,536 positives (the ``node`` preset's), sampled with
+``fanouts: [15, 10]`` and batches of 2,048. A step's seconds are the median
+of ``--steps`` steps after one warm-up; a mode whose process the kernel
+kills for memory is "out of memory".
+"""
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+from pipelines.planning.presets import load_preset
+from plnlp_core.assembly import build_model, build_negative_sampler, build_optimizer
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.data.datasets import DatasetInfo
+from plnlp_core.edge_set import EdgeSet
+from plnlp_core.graph import build_adjacency
+from plnlp_core.sampling.neighbors import NeighborSampler
+from plnlp_core.training.epoch import StepOptions, draw_batch, sampled_batch, train_step
+
+MODES = {"full batch": {"fanouts": None, "batch_size": 65536},
+         "sampled": {"fanouts": [15, 10], "batch_size": 2048}}
+
+
+def power_law_edges(num_edges: int, num_nodes: int, seed: int = 0) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    weights = torch.arange(1, num_nodes + 1, dtype=torch.float).pow(-0.8)
+    src = torch.multinomial(weights, num_edges, replacement=True, generator=generator)
+    dst = torch.randint(num_nodes, (num_edges,), generator=generator)
+    keep = src != dst
+    return torch.stack([src[keep], dst[keep]], dim=1)
+
+
+def time_steps(num_edges: int, nodes_per_edge: float, mode: str, steps: int) -> dict:
+    """Builds the graph and the model of ``mode`` and times its steps (in this process)."""
+    num_nodes = max(int(num_edges * nodes_per_edge), 100)
+    edges = power_law_edges(num_edges, num_nodes)
+    positives = edges[: int(0.9 * edges.size(0))]
+    adj, degree = build_adjacency(positives, num_nodes)
+    settings = {**load_preset("own", "sampled"), **MODES[mode], "dataset": "bench"}
+    config = PLNLPConfig.from_mapping(settings)
+    info = DatasetInfo("bench", "bench", "auc", False, 0)
+    model = build_model(config, info, num_nodes)
+    optimizer = build_optimizer(model, config)
+    sampler = build_negative_sampler(config, EdgeSet(positives, num_nodes, undirected=True),
+                                     degree)
+    neighbors = None if config.fanouts is None else NeighborSampler(adj, config.fanouts)
+    options = StepOptions.from_config(config)
+    generator = torch.Generator().manual_seed(0)
+    seconds = []
+    for _ in range(steps + 1):
+        index = torch.randint(positives.size(0), (config.batch_size,), generator=generator)
+        start = time.perf_counter()
+        batch = draw_batch(positives[index], None, sampler, config.num_neg, "shared", generator)
+        step_graph = adj
+        if neighbors is not None:
+            batch, step_graph = sampled_batch(batch, neighbors, generator)
+        train_step(model, optimizer, None, step_graph, batch, options)
+        seconds.append(time.perf_counter() - start)
+    step = statistics.median(seconds[1:])
+    return {"step_s": step, "s_per_million_positives": step / config.batch_size * 1e6,
+            "batch_size": config.batch_size, "nodes": num_nodes, "edges": int(edges.size(0)),
+            "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
+
+
+def measure(num_edges: int, nodes_per_edge: float, mode: str, steps: int) -> dict:
+    """:func:`time_steps` in a child process of its own (its peak resident
+    memory its own); a child that dies (the kernel's OOM killer) is "out of memory"."""
+    command = [sys.executable, __file__, "--child", mode, "--edges", str(num_edges),
+               "--steps", str(steps), "--nodes-per-edge", str(nodes_per_edge)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        return {"result": "out of memory" if done.returncode in (-9, 137) else "failed",
+                "detail": done.stderr.strip()[-300:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--edges", default="1e6,1e7,5e7")
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--nodes-per-edge", type=float, default=0.1)
+    parser.add_argument("--child", choices=list(MODES))
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(time_steps(int(float(args.edges)), args.nodes_per_edge, args.child,
+                                    args.steps)))
+        return
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print("| edges | nodes | mode | batch | s a step | s per 1M positives | peak GiB |")
+    print("| ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+    for text in args.edges.split(","):
+        for mode in MODES:
+            print(_row(text, mode, args), flush=True)
+
+
+def _row(text: str, mode: str, args: argparse.Namespace) -> str:
+    figures = measure(int(float(text)), args.nodes_per_edge, mode, args.steps)
+    if "result" in figures:
+        print(figures["detail"], file=sys.stderr)
+        return f"| {int(float(text)):,} | | {mode} | | {figures['result']} | | |"
+    return (f"| {figures['edges']:,} | {figures['nodes']:,} | {mode} | {figures['batch_size']:,} "
+            f"| {figures['step_s']:.2f} | {figures['s_per_million_positives']:.1f} "
+            f"| {figures['peak_gib']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
