@@ -96,7 +96,7 @@ class PLNLPModel(nn.Module):
         """The vectors of ``subgraph``'s seeds, shape ``[num_seeds, C]``,
         encoded on the sampled neighbourhood alone (its nodes' input rows,
         its edges)."""
-        h = self.encoder(self.node_input(x, subgraph.nodes), subgraph.edge_index)
+        h = self.encoder(self.node_input(x, subgraph.nodes), subgraph)
         return h[:subgraph.num_seeds]
 
     def forward(self, x: Tensor | None, adj: Tensor | SampledSubgraph, pairs: Tensor) -> Tensor:

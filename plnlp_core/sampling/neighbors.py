@@ -30,12 +30,22 @@ class SampledSubgraph(NamedTuple):
         edge_index (Tensor): Its edges in local ids, shape ``[2, E]``: row 0
             the sampled neighbour (message source), row 1 the node it was
             sampled for (target).
-        num_seeds (int): How many of ``nodes`` are seeds.
+        hop_nodes (tuple[int, ...]): How many of ``nodes`` lie within each
+            hop: ``hop_nodes[k]`` are the seeds and the nodes first reached
+            at hops ``1..k``, in that order.
+        hop_edges (tuple[int, ...]): How many of the edges were drawn at
+            hops ``1..k`` (``hop_edges[0]`` is 0): those whose targets lie
+            within hop ``k - 1``, first in ``edge_index``.
     """
 
     nodes: Tensor
     edge_index: Tensor
-    num_seeds: int
+    hop_nodes: tuple[int, ...]
+    hop_edges: tuple[int, ...]
+
+    @property
+    def num_seeds(self) -> int:
+        return self.hop_nodes[0]
 
 
 class NeighborSampler:
@@ -62,13 +72,15 @@ class NeighborSampler:
         """The neighbourhood of ``seeds`` (distinct global ids)."""
         nodes, frontier = [seeds], seeds
         self._local[seeds] = torch.arange(seeds.numel(), device=seeds.device)
-        count = seeds.numel()
+        hop_nodes, hop_edges = [seeds.numel()], [0]
         sources, targets = [], []
         for fanout in self.fanouts:
             target, neighbor = self._draw(frontier, fanout, generator)
             new = neighbor[self._local[neighbor] < 0].unique()
+            count = hop_nodes[-1]
             self._local[new] = torch.arange(count, count + new.numel(), device=seeds.device)
-            count += new.numel()
+            hop_nodes.append(count + new.numel())
+            hop_edges.append(hop_edges[-1] + target.numel())
             nodes.append(new)
             sources.append(self._local[neighbor])
             targets.append(self._local[target])
@@ -76,7 +88,7 @@ class NeighborSampler:
         all_nodes = torch.cat(nodes)
         edge_index = torch.stack([torch.cat(sources), torch.cat(targets)])
         self._local[all_nodes] = -1
-        return SampledSubgraph(all_nodes, edge_index, seeds.numel())
+        return SampledSubgraph(all_nodes, edge_index, tuple(hop_nodes), tuple(hop_edges))
 
     def _draw(self, frontier: Tensor, fanout: int,
               generator: torch.Generator | None) -> tuple[Tensor, Tensor]:

@@ -6,14 +6,20 @@ from torch import Tensor, nn
 # importing the layer modules registers their layers in ENCODERS
 from plnlp_core.nn.encoders import hop_diffusion, pure_gcn, pyg_layers, sum_aggregation  # noqa: F401
 from plnlp_core.nn.encoders.mean_aggregation import SymmetricSAGEConv
+from plnlp_core.nn.encoders.pyg_layers import GATLayer
 from plnlp_core.nn.encoders.registry import ENCODERS
 from plnlp_core.nn.encoders.weight_free import WeightFreeConv
 from plnlp_core.nn.relu_dropout import relu_dropout
+from plnlp_core.sampling.neighbors import SampledSubgraph
 
 WEIGHT_FREE_ENCODERS = tuple(name for name in ENCODERS.names
                              if isinstance(ENCODERS.get(name), type)
                              and issubclass(ENCODERS.get(name), WeightFreeConv))
 """Encoders without weights: their input's size is their output's."""
+
+BIPARTITE_LAYERS = (SymmetricSAGEConv, GATLayer)
+"""Layers that take ``(sources, targets)`` input: a sampled neighbourhood's
+layers are trimmed to the nodes the next layer reads."""
 
 
 class GNNEncoder(nn.Module):
@@ -133,20 +139,48 @@ class GNNEncoder(nn.Module):
             if getattr(conv, "cached", False):
                 conv.cached = False
 
-    def forward(self, x: Tensor, adj: Tensor) -> Tensor:
-        last = len(self.convs) - 1
+    def forward(self, x: Tensor, adj: Tensor | SampledSubgraph) -> Tensor:
+        """Every node's vector, or on a :class:`SampledSubgraph` the
+        vectors of its nodes within the hops the last layer still reads
+        (its seeds, where the layers take bipartite input: :meth:`forward_sampled`)."""
+        if isinstance(adj, SampledSubgraph):
+            return self.forward_sampled(x, adj)
         h0 = x
         for i, conv in enumerate(self.convs):
-            out = self._convolve(conv, x, self._drop_entries(adj))
-            if self.initial_residual:
-                out = out + self.initial_residual * h0
-            if self.weight_free:
-                if i == last:
-                    out = nn.functional.dropout(out, self.dropout, self.training)
-            elif i < last or self.activate_last_layer:
-                out = self._activate(self.norms[i](out) if self.norms else out)
-            x = x + out if self.residual and out.shape == x.shape else out
+            x = self._layer(i, conv, x, x, self._drop_entries(adj), h0)
         return x
+
+    def forward_sampled(self, x: Tensor, subgraph: SampledSubgraph) -> Tensor:
+        r"""The layers on a sampled neighbourhood, each computed only for the
+        nodes the next one reads (PyG's ``trim_to_layer``): of :math:`L`
+        layers, layer :math:`l` (from 1) updates the nodes within hop
+        :math:`L - l` from those within hop :math:`L - l + 1`, over the
+        edges drawn at hops :math:`1 \ldots L - l + 1`; the last updates
+        the seeds alone. GCN's layers take no bipartite input and run over
+        the whole subgraph (their output's seed rows are the same)."""
+        if not all(isinstance(conv, BIPARTITE_LAYERS) for conv in self.convs):
+            return self.forward(x, subgraph.edge_index)
+        h0, depth = x, len(self.convs)
+        for i, conv in enumerate(self.convs):
+            sources, targets = subgraph.hop_nodes[depth - i], subgraph.hop_nodes[depth - i - 1]
+            edges = subgraph.edge_index[:, :subgraph.hop_edges[depth - i]]
+            x = self._layer(i, conv, (x[:sources], x[:targets]), x[:targets], edges,
+                            h0[:targets])
+        return x
+
+    def _layer(self, i: int, conv: nn.Module, inputs: Tensor | tuple[Tensor, Tensor],
+               x: Tensor, adj: Tensor, h0: Tensor) -> Tensor:
+        """Layer ``i`` on ``inputs`` (``x``, or bipartite ``(sources, x)``),
+        with its initial residual, activation and residual."""
+        out = self._convolve(conv, inputs, adj)
+        if self.initial_residual:
+            out = out + self.initial_residual * h0
+        if self.weight_free:
+            if i == len(self.convs) - 1:
+                out = nn.functional.dropout(out, self.dropout, self.training)
+        elif i < len(self.convs) - 1 or self.activate_last_layer:
+            out = self._activate(self.norms[i](out) if self.norms else out)
+        return x + out if self.residual and out.shape == x.shape else out
 
     def _drop_entries(self, adj: Tensor) -> Tensor:
         """``adj`` with its entries dropped and the kept scaled (training,
@@ -157,14 +191,15 @@ class GNNEncoder(nn.Module):
         return torch.sparse_csr_tensor(adj.crow_indices(), adj.col_indices(), values, adj.shape)
 
     @staticmethod
-    def _convolve(conv: nn.Module, x: Tensor, adj: Tensor) -> Tensor:
+    def _convolve(conv: nn.Module, x: Tensor | tuple[Tensor, Tensor], adj: Tensor) -> Tensor:
         """One layer. Under autocast, SAGE keeps its sparse aggregation in
         fp32 itself; PyG's other layers run wholly in fp32, as sparse CSR
         products have no bfloat16 kernel on every device."""
-        if isinstance(conv, SymmetricSAGEConv) or not torch.is_autocast_enabled(x.device.type):
+        device = adj.device.type
+        if isinstance(conv, SymmetricSAGEConv) or not torch.is_autocast_enabled(device):
             return conv(x, adj)
-        with torch.autocast(x.device.type, enabled=False):
-            return conv(x.float(), adj)
+        with torch.autocast(device, enabled=False):
+            return conv(tuple(t.float() for t in x) if isinstance(x, tuple) else x.float(), adj)
 
     def _activate(self, x: Tensor) -> Tensor:
         if not self.relu:
