@@ -51,6 +51,7 @@ def score(plan: RunPlan) -> dict[str, float]:
     from components.storage.location import Location
     from components.train.startup import mark
     from components.train_and_evaluate import train_and_evaluate
+    from pipelines.runtime.job import check_host_memory
     from pipelines.runtime.load_stage import load_stage
     from pipelines.runtime.storage_roots import StorageRoots
 
@@ -58,6 +59,8 @@ def score(plan: RunPlan) -> dict[str, float]:
     roots = StorageRoots.of(request.work_dir, request.data_root)
     dataset = load_stage(plan.source, request.graph, roots)
     mark("load")
+    if plan.model == "plnlp":
+        check_host_memory(plan.config, dataset.meta)
     log_graph(dataset)
     extra = plan.params()
     if plan.run_id is None:

@@ -29,9 +29,11 @@ import torch
 
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DatasetInfo
+from plnlp_core.errors import PLNLPError
 from plnlp_core.nn.encoders.mean_aggregation import dense_pays_off
 
 MIB = 2**20
+GIB = 2**30
 CONTEXT_BYTES = 512 * MIB
 """A CUDA context, held by every process that uses the GPU (each trial)."""
 FLOOR_BYTES = 450 * MIB
@@ -64,3 +66,49 @@ def peak_gpu_bytes(config: PLNLPConfig, info: DatasetInfo, num_nodes: int,
     encoder = 3 * config.encoder_layers * num_nodes * config.hidden_channels
     return int(CONTEXT_BYTES + FLOOR_BYTES + 16 * parameter_count(config, info, num_nodes)
                + 24 * num_train_edges + dense + activation * (encoder + scored * width))
+
+
+def host_bytes(config: PLNLPConfig, info: DatasetInfo, num_nodes: int,
+               num_train_edges: int) -> dict[str, int]:
+    r"""What one training worker holds in host memory at its peak, by part:
+
+    - ``graph``: the CSR adjacency (both directions, index and value, 12
+      bytes an entry), the negative sampler's sorted edge keys (8 bytes an
+      entry) and the positives (16 bytes an edge): :math:`52E + 12N`;
+    - ``model``: :math:`16P` (weights, gradients, Adam's two moments); with
+      ``fanouts`` the node embedding's gradients are a step's rows, so its
+      :math:`N D` weights count 12 bytes each (weights and SparseAdam's moments);
+    - ``features``: :math:`4 N F`;
+    - ``activations``: the encoder's, :math:`3 L N H` floats of 4 bytes:
+      every full-batch step's, and evaluation's (which encodes every node
+      with or without ``fanouts``).
+    """
+    parameters = parameter_count(config, info, num_nodes)
+    embedding = num_nodes * config.embedding_dim if config.node_input != "features" else 0
+    model = 16 * parameters
+    if config.fanouts is not None:
+        model -= 4 * embedding
+    return {"graph": 52 * num_train_edges + 12 * num_nodes, "model": model,
+            "features": 4 * num_nodes * info.feature_dim,
+            "activations": 4 * 3 * config.encoder_layers * num_nodes * config.hidden_channels}
+
+
+def refuse_past_memory(config: PLNLPConfig, info: DatasetInfo, num_nodes: int,
+                       num_train_edges: int, available: int) -> None:
+    """Refuses, before training, a run whose worker would need more host
+    memory (:func:`host_bytes`) than ``available`` bytes (the largest
+    node's), naming the parts and what to change."""
+    parts = host_bytes(config, info, num_nodes, num_train_edges)
+    total = sum(parts.values())
+    if total <= available:
+        return
+    sizes = ", ".join(f"{name} {value / GIB:.1f}" for name, value in parts.items())
+    how = ("full batch" if config.fanouts is None
+           else f"with fanouts {list(config.fanouts)}")
+    fix = ("set fanouts (--set fanouts=[15,10]) to train on sampled neighbourhoods, or run "
+           "on a node with more memory" if config.fanouts is None else
+           "lower embedding_dim or hidden_channels, leave the node features out "
+           "(node_input=embedding), or run on a node with more memory")
+    raise PLNLPError(f"training {info.name} {how} needs about {total / GIB:.1f} GiB on one "
+                     f"worker ({sizes} GiB) and the largest Ray node has "
+                     f"{available / GIB:.1f} GiB; {fix}.")

@@ -24,13 +24,16 @@ from components.recording.store import (
 )
 from components.recording.tracking import clear_failure, mark_failed
 from components.storage.location import Location, check_listable, check_writable, is_uri
+from components.storage.split_meta import DatasetMeta
 from components.train.startup import mark
 from components.train.workers import WorkerGroup
 from pipelines.runtime.home_folder import keep_home_clean
 from pipelines.runtime.interrupts import SignalGuard, stop
 from pipelines.runtime.ray_cluster import connect_ray
+from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import cache_dir
 from plnlp_core.errors import PLNLPError
+from plnlp_core.memory_estimate import refuse_past_memory
 
 T = TypeVar("T")
 
@@ -81,6 +84,15 @@ def check_resources(workers: WorkerGroup) -> None:
         if available.get(name, 0) < amount:
             raise PLNLPError(f"{workers.num_workers} workers need {amount:g} {name}s but the Ray "
                              f"cluster has {available.get(name, 0):g}; {fixes[name]}.")
+
+
+def check_host_memory(config: PLNLPConfig, meta: DatasetMeta) -> None:
+    """Refuses a run whose training worker would need more memory than the
+    largest node of the Ray cluster has for tasks
+    (:func:`~plnlp_core.memory_estimate.refuse_past_memory`)."""
+    available = max(node["Resources"].get("memory", 0) for node in ray.nodes() if node["Alive"])
+    refuse_past_memory(config, meta.dataset_info(), meta.num_nodes, meta.num_train_edges,
+                       int(available))
 
 
 def execute(

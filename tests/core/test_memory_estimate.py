@@ -38,3 +38,23 @@ def test_the_estimate_grows_with_the_step_and_shrinks_in_bfloat16():
     assert allocator_mib(PAPER.replace(num_neg=5)) > base
     assert allocator_mib(PAPER.replace(predictor_layers=8)) > 2 * base  # each layer's buffers
     assert allocator_mib(PAPER.replace(precision="bf16")) < 0.7 * base
+
+
+def test_a_worker_past_the_largest_node_s_memory_is_refused_with_the_fix():
+    from plnlp_core.errors import PLNLPError
+    from plnlp_core.memory_estimate import host_bytes, refuse_past_memory
+
+    info = DATASETS.get("ppa")
+    full = PLNLPConfig(dataset="ppa", node_input="both")
+    sampled = full.replace(fanouts=(15, 10))
+    parts = host_bytes(full, info, 576_289, 21_231_931)
+    assert parts["graph"] == 52 * 21_231_931 + 12 * 576_289
+    assert parts["features"] == 4 * 576_289 * 58
+    embedding = 576_289 * full.embedding_dim
+    assert host_bytes(sampled, info, 576_289, 21_231_931)["model"] == parts["model"] - 4 * embedding
+    need = sum(parts.values())
+    refuse_past_memory(full, info, 576_289, 21_231_931, need)  # just fits
+    with pytest.raises(PLNLPError, match=r"full batch needs about .* GiB .*set fanouts"):
+        refuse_past_memory(full, info, 576_289, 21_231_931, need - 1)
+    with pytest.raises(PLNLPError, match=r"with fanouts \[15, 10\] .*lower embedding_dim"):
+        refuse_past_memory(sampled, info, 576_289, 21_231_931, 2**30)
