@@ -191,3 +191,24 @@ def test_an_encoder_without_relu_keeps_its_dropout_in_training():
                          relu=False).train()
     h = encoder(torch.randn(NUM_NODES, 6), adj)
     assert (h == 0).any() and (h < 0).any()  # dropped entries, and negatives no ReLU cut
+
+
+@pytest.mark.parametrize("options", [{}, {"residual": True, "layer_norm": True},
+                                     {"initial_residual": 0.5, "activate_last_layer": True}])
+def test_chunked_inference_gives_every_node_the_full_forward_s_vector(monkeypatch, options):
+    from plnlp_core.nn.encoders import encoder as module
+
+    generator = torch.Generator().manual_seed(0)
+    edges = torch.randint(50, (300, 2), generator=generator)
+    adj, _ = build_adjacency(edges[edges[:, 0] != edges[:, 1]], 50)
+    model = GNNEncoder("sage", 8, 8, 3, dropout=0.2, **options).eval()
+    x = torch.randn(50, 8, generator=generator)
+    with torch.no_grad():
+        whole = model(x, adj)
+        monkeypatch.setattr(module, "CHUNKED_FROM_NODES", 1)
+        monkeypatch.setattr(module, "CHUNK_ROWS", 7)
+        assert model._encodes_in_chunks(adj)
+        chunked = model(x, adj)
+    torch.testing.assert_close(chunked, whole, rtol=1e-5, atol=1e-6)
+    assert not model._encodes_in_chunks(adj.to_sparse_coo())
+    assert torch.is_grad_enabled() and not model._encodes_in_chunks(adj)  # training: whole

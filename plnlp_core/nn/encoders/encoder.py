@@ -17,6 +17,12 @@ WEIGHT_FREE_ENCODERS = tuple(name for name in ENCODERS.names
                              and issubclass(ENCODERS.get(name), WeightFreeConv))
 """Encoders without weights: their input's size is their output's."""
 
+CHUNKED_FROM_NODES = 2**20
+"""Graphs of at least this many nodes (ogbl-citation2's 2.9 M; not ddi,
+collab or ppa) are encoded in chunks of rows at inference."""
+CHUNK_ROWS = 2**16
+"""The rows of a layer computed at once in chunked inference."""
+
 BIPARTITE_LAYERS = (SymmetricSAGEConv, GATLayer)
 """Layers that take ``(sources, targets)`` input: a sampled neighbourhood's
 layers are trimmed to the nodes the next layer reads."""
@@ -145,6 +151,8 @@ class GNNEncoder(nn.Module):
         (its seeds, where the layers take bipartite input: :meth:`forward_sampled`)."""
         if isinstance(adj, SampledSubgraph):
             return self.forward_sampled(x, adj)
+        if self._encodes_in_chunks(adj):
+            return self.forward_in_chunks(x, adj)
         h0 = x
         for i, conv in enumerate(self.convs):
             x = self._layer(i, conv, x, x, self._drop_entries(adj), h0)
@@ -166,6 +174,35 @@ class GNNEncoder(nn.Module):
             edges = subgraph.edge_index[:, :subgraph.hop_edges[depth - i]]
             x = self._layer(i, conv, (x[:sources], x[:targets]), x[:targets], edges,
                             h0[:targets])
+        return x
+
+    def _encodes_in_chunks(self, adj: Tensor) -> bool:
+        """Inference (no gradients) on a CSR graph of at least
+        :data:`CHUNKED_FROM_NODES` nodes with SAGE layers alone."""
+        return (not torch.is_grad_enabled() and isinstance(adj, Tensor)
+                and adj.layout == torch.sparse_csr and adj.size(0) >= CHUNKED_FROM_NODES
+                and bool(self.convs) and all(isinstance(conv, SymmetricSAGEConv)
+                                             for conv in self.convs))
+
+    @torch.no_grad()
+    def forward_in_chunks(self, x: Tensor, adj: Tensor) -> Tensor:
+        """Every node's vector over all its neighbours, layer by layer, each
+        layer's rows :data:`CHUNK_ROWS` at a time (bipartite: the chunk's
+        rows of ``adj`` against every node's input), so that besides the
+        layers' inputs and outputs only a chunk's intermediates are held.
+        Each row is the sum :meth:`forward` computes, in the same order."""
+        h0 = x
+        crow, col, values = adj.crow_indices(), adj.col_indices(), adj.values()
+        for i, conv in enumerate(self.convs):
+            parts = []
+            for start in range(0, adj.size(0), CHUNK_ROWS):
+                end = min(start + CHUNK_ROWS, adj.size(0))
+                first, last = int(crow[start]), int(crow[end])
+                rows = torch.sparse_csr_tensor(crow[start:end + 1] - first, col[first:last],
+                                               values[first:last], (end - start, adj.size(1)))
+                parts.append(self._layer(i, conv, (x, x[start:end]), x[start:end], rows,
+                                         h0[start:end]))
+            x = torch.cat(parts)
         return x
 
     def _layer(self, i: int, conv: nn.Module, inputs: Tensor | tuple[Tensor, Tensor],
