@@ -95,7 +95,7 @@ def build_optimizer(model: nn.Module, config: PLNLPConfig) -> torch.optim.Optimi
     when the model is on a GPU: the foreach Adam took a fifth of the GPU
     time of a ddi ``paper`` step in bf16 on an H200 (torch profiler).
     Embedding tables with sparse gradients (``fanouts``) step with
-    :class:`~torch.optim.SparseAdam` beside it (:class:`DenseAndSparseAdam`)."""
+    :class:`~plnlp_core.sparse_adam.RowAdam` beside it (:class:`DenseAndSparseAdam`)."""
     on_gpu = any(p.is_cuda for p in model.parameters())
     sparse = sparse_parameters(unwrap(model))
     if sparse:

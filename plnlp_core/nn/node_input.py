@@ -37,7 +37,7 @@ class NodeInput(nn.Module):
             categories. (default: ``None``: used raw)
         sparse (bool): The node embedding's gradients are sparse, its rows
             a step read alone (neighbour-sampled training, updated by
-            :class:`~torch.optim.SparseAdam`). (default: ``False``)
+            :class:`~plnlp_core.sparse_adam.RowAdam`). (default: ``False``)
 
     Shapes:
         - **input:** node features :math:`(N, F)` or ``None``

@@ -13,7 +13,7 @@ from plnlp_core.errors import PLNLPError
 from plnlp_core.graph import build_adjacency
 from plnlp_core.losses import LOSSES
 from plnlp_core.sampling.neighbors import NeighborSampler, sample_pairs
-from plnlp_core.sparse_adam import DenseAndSparseAdam
+from plnlp_core.sparse_adam import DenseAndSparseAdam, RowAdam
 from plnlp_core.training.epoch import PairBatch, StepOptions, sampled_batch, train_step
 from tests.core.test_training import small_fit
 
@@ -153,3 +153,22 @@ def test_the_training_graph_of_a_sampled_config_is_the_full_one(ddi_standin_spli
     config = PLNLPConfig(fanouts=(4, 4))
     graph = build_training_graph(ddi_standin_split, config)
     assert graph.adj.size(0) == ddi_standin_split.num_nodes
+
+
+def test_row_adam_steps_as_torch_s_sparse_adam_does():
+    torch.manual_seed(0)
+    ours, theirs = torch.nn.Embedding(50, 4, sparse=True), torch.nn.Embedding(50, 4, sparse=True)
+    theirs.load_state_dict(ours.state_dict())
+    row_adam = RowAdam([ours.weight], lr=0.05)
+    sparse_adam = torch.optim.SparseAdam([theirs.weight], lr=0.05)
+    for step in range(4):
+        rows = torch.tensor([3, 7, 7, 11, step, 40])  # a row read twice: an uncoalesced gradient
+        for table, optimizer in ((ours, row_adam), (theirs, sparse_adam)):
+            optimizer.zero_grad()
+            (table(rows) * torch.arange(4.0)).square().sum().backward()
+            optimizer.step()
+    torch.testing.assert_close(ours.weight, theirs.weight, rtol=1e-5, atol=1e-7)
+    assert row_adam.state[ours.weight]["step"] == 4
+    untouched = [r for r in range(50) if r not in (0, 1, 2, 3, 7, 11, 40)]
+    assert torch.equal(row_adam.state[ours.weight]["exp_avg"][untouched],
+                       torch.zeros(len(untouched), 4))
