@@ -10,10 +10,12 @@ A worker maps the files (:func:`read_adjacency`, :func:`read_features`), so
 their pages are the node's page cache, held once however many workers read
 them (``benchmarks/bench_graph_sharing.py`` measures it).
 
-The maps are copy-on-write (``mmap_mode="c"``): pages stay shared until a
-process writes one, and that process then gets a private copy of that page
-alone. A read-only map would crash a process that writes to the tensor
-(torch cannot mark tensors read-only, and warns on wrapping one).
+The maps are copy-on-write (:func:`numpy.load`'s ``mmap_mode="c"``, by
+the :func:`numpy.lib.format.open_memmap` it calls, which never unpickles):
+pages stay shared until a process writes one, and that process then gets a
+private copy of that page alone. A read-only map (``"r"``) would crash a
+process that writes to the tensor: torch has no read-only tensors, and
+warns on wrapping a read-only array.
 """
 from pathlib import Path
 
@@ -68,7 +70,7 @@ def mapped_tensor(path: Path, shape: tuple[int, ...], dtype: torch.dtype | None 
     """The ``.npy`` array at ``path``, copy-on-write mapped, as a tensor
     sharing its memory; refused unless it has ``shape`` (and ``dtype``)."""
     try:
-        tensor = torch.from_numpy(np.load(path, mmap_mode="c", allow_pickle=False))
+        tensor = torch.from_numpy(np.lib.format.open_memmap(path, mode="c"))
     except FileNotFoundError:
         raise _damaged(path, "no such file") from None
     except (OSError, ValueError, TypeError) as error:
