@@ -15,8 +15,11 @@ class DatasetArtifact:
     ``directory`` holds ``train.parquet`` and ``valid_pos.parquet`` (``src``,
     ``dst`` and, where the dataset has them, ``weight`` and ``year``),
     ``valid_neg.parquet`` and ``test_{pos,neg}.parquet`` (``src``, ``dst``),
-    ``node_features.parquet`` (``x``, one list per node) when the dataset has
-    features, ``meta.json`` (:class:`~components.storage.split_meta.DatasetMeta`)
+    the training graph's CSR adjacency and degrees (``adj_crow.npy``,
+    ``adj_col.npy``, ``adj_values.npy``, ``degree.npy``) and, when the
+    dataset has features, ``node_features.npy`` (``[N, F]``), memory-mapped
+    by the workers (see :mod:`components.storage.graph_files`),
+    ``meta.json`` (:class:`~components.storage.split_meta.DatasetMeta`)
     and the stage cache's ``manifest.json`` (see :mod:`components.storage.stage_cache`).
     """
 

@@ -1,6 +1,8 @@
 """Stage ``load``: an OGB dataset folder, or a graph of one's own, to
-canonical Parquet splits, cached (see :mod:`components.storage.stage_cache`) by the
-files the loader reads and how it reads them."""
+canonical Parquet splits with the training graph's CSR as ``.npy`` files
+(see :func:`~components.storage.parquet_io.write_split`), cached (see
+:mod:`components.storage.stage_cache`) by the files the loader reads and how
+it reads them."""
 import dataclasses
 import json
 from dataclasses import dataclass
@@ -24,7 +26,8 @@ from plnlp_core.errors import PLNLPError
 REPORT_FILE = "report.json"
 
 # Bump when write_split's output changes for the same OGB files.
-LOAD_FORMAT = 2  # 2: own graphs leave out the Hits@K their negatives cannot tell
+LOAD_FORMAT = 3  # 2: own graphs leave out the Hits@K their negatives cannot tell;
+# 3: the training graph's CSR and the node features as .npy (workers map them)
 
 
 @ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)

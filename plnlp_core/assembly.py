@@ -116,20 +116,40 @@ def input_edges(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor, Tensor |
     return edges, weights
 
 
-def build_input_adjacency(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor, Tensor]:
-    """The message-passing adjacency over the observed edges, and degrees."""
+def default_input_graph(config: PLNLPConfig) -> bool:
+    """Whether ``config`` passes messages over the training edges alone (no
+    ``valid_as_input``, no ``min_train_year``): the graph whose adjacency the
+    pipeline's ``load`` stage writes once, prebuilt."""
+    return not config.valid_as_input and config.min_train_year is None
+
+
+def build_input_adjacency(
+    split: LinkSplit, config: PLNLPConfig, prebuilt: tuple[Tensor, Tensor] | None = None,
+) -> tuple[Tensor, Tensor]:
+    """The message-passing adjacency over the observed edges, and degrees.
+
+    ``prebuilt`` is the adjacency and degrees of the training edges alone,
+    as :func:`~plnlp_core.graph.build_adjacency` gives them: the ``load``
+    stage writes them once and each worker memory-maps the files, so the
+    workers of one node share one copy of the graph instead of building one
+    each. It is taken when ``config``'s input graph is that one
+    (:func:`default_input_graph`); with validation edges added or old ones
+    left out, the adjacency is built here from :func:`input_edges`."""
+    if prebuilt is not None and default_input_graph(config):
+        return prebuilt
     edges, _ = input_edges(split, config)
     return build_adjacency(edges, split.num_nodes)
 
 
 def build_training_graph(
     split: LinkSplit, config: PLNLPConfig, walks: WalkRounds | None = None,
-    rank: int = 0, world_size: int = 1,
+    rank: int = 0, world_size: int = 1, adjacency: tuple[Tensor, Tensor] | None = None,
 ) -> TrainingGraph:
-    """Message-passing adjacency over the observed edges, worker ``rank``'s
+    """Message-passing adjacency over the observed edges (``adjacency``
+    when prebuilt, see :func:`build_input_adjacency`), worker ``rank``'s
     share (rows ``rank::world_size``) of the positives of
     :func:`training_positives`, and the random-walk rounds ``walks``."""
-    adj, degree = build_input_adjacency(split, config)
+    adj, degree = build_input_adjacency(split, config, adjacency)
     positives, weights = training_positives(split, config)
     shard = slice(rank, None, world_size)
     return TrainingGraph(adj, degree, positives[shard],

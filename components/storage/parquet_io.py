@@ -1,4 +1,6 @@
-"""Reading and writing a :class:`LinkSplit` as Parquet tables."""
+"""Reading and writing a :class:`LinkSplit` as Parquet tables, its
+training graph and node features as memory-mapped ``.npy`` files beside
+them (see :mod:`components.storage.graph_files`)."""
 import dataclasses
 from pathlib import Path
 
@@ -8,6 +10,7 @@ import pyarrow.parquet as pq
 import torch
 from torch import Tensor
 
+from components.storage.graph_files import read_features, write_graph_files
 from components.storage.split_meta import DatasetMeta
 from plnlp_core.data.datasets import DATASETS, LinkSplit
 from plnlp_core.data.node_ids import NodeIds
@@ -68,9 +71,7 @@ def write_split(split: LinkSplit, directory: Path) -> DatasetMeta:
     )
     for name in PAIR_TABLES[1:]:
         pq.write_table(pairs_table(getattr(split, name)), directory / f"{name}.parquet")
-    if split.x is not None:
-        pq.write_table(pa.table({"x": fixed_size_rows(split.x)}),
-                       directory / "node_features.parquet")
+    write_graph_files(split, directory)
     meta = DatasetMeta(
         dataset=split.info.name, num_nodes=split.num_nodes, directed=split.info.directed,
         feature_dim=0 if split.x is None else split.x.size(1), metric=split.info.metric,
@@ -83,12 +84,10 @@ def write_split(split: LinkSplit, directory: Path) -> DatasetMeta:
 
 
 def read_split(directory: Path) -> LinkSplit:
-    """Reads what :func:`write_split` wrote."""
+    """Reads what :func:`write_split` wrote, the node features memory-mapped."""
     meta = DatasetMeta.read(directory)
     train = pq.read_table(directory / "train.parquet")
-    x = None
-    if meta.feature_dim:
-        x = rows_tensor(pq.read_table(directory / "node_features.parquet").column("x"))
+    x = read_features(directory, meta.num_nodes, meta.feature_dim) if meta.feature_dim else None
     valid = pq.read_table(directory / "valid_pos.parquet")
     return LinkSplit(
         info=meta.dataset_info(), num_nodes=meta.num_nodes, x=x,

@@ -10,6 +10,7 @@ import torch.distributed as dist
 
 from components.evaluate import export_best
 from components.heart import read_heart_negatives
+from components.storage.graph_files import read_adjacency
 from components.storage.location import Location
 from components.storage.parquet_io import read_node_ids, read_split
 from components.storage.stage_cache import local_entry
@@ -43,7 +44,9 @@ def train_with(loop_config: dict, session: "RayTrainSession | TrialSession") -> 
     reports as :class:`EpochReporter` says, a sweep's
     ``decision_epochs`` included. Each worker reads the split itself: it
     needs the whole graph for message passing anyway, and its share of the
-    positives is then a slice, with no Ray Data pipeline to start. With
+    positives is then a slice, with no Ray Data pipeline to start. The
+    graph's adjacency and the node features are memory-mapped from the
+    split's ``.npy`` files, so the workers of one node hold one copy. With
     ``loop_config["export_dir"]``, rank 0 then writes the final metrics and
     the best model's scorer there (see :mod:`components.evaluate`),
     scored on HeaRT's negatives too with ``loop_config["heart"]``."""
@@ -54,12 +57,13 @@ def train_with(loop_config: dict, session: "RayTrainSession | TrialSession") -> 
     rank, world_size = session.rank, session.world_size
     dataset_dir = local_entry(loop_config["dataset_dir"])  # this node's copy, if in a store
     split = read_split(dataset_dir)
+    adjacency = read_adjacency(dataset_dir, split.num_nodes)  # mapped: one copy per node
     mark("read_split", startup)
     walks = loop_config["walks"]
     rounds = None if walks is None else ParquetWalkRounds(
         dataclasses.replace(walks, directory=Location(local_entry(walks.directory))), rank,
         world_size)
-    experiment = prepare_experiment(config, split, rounds, rank, world_size)
+    experiment = prepare_experiment(config, split, rounds, rank, world_size, adjacency)
     mark("experiment", startup)
     experiment.model = session.prepare_model(experiment.model)
     checkpoint, delivered, stale = latest_checkpoint(session)

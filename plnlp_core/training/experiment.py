@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from plnlp_core.assembly import build_model, build_training_graph, build_walk_rounds
 from plnlp_core.config import PLNLPConfig
@@ -41,7 +41,7 @@ class Experiment:
 
 def prepare_experiment(
     config: PLNLPConfig, split: LinkSplit, walks: WalkRounds | None = None,
-    rank: int = 0, world_size: int = 1,
+    rank: int = 0, world_size: int = 1, adjacency: tuple[Tensor, Tensor] | None = None,
 ) -> Experiment:
     """The training graph and the model of ``config`` on ``split``.
 
@@ -50,12 +50,14 @@ def prepare_experiment(
     pipeline's :class:`~components.train.walk_rounds.ParquetWalkRounds`). Without
     ``walks``, a config that uses random walks draws its rounds here, seeded
     by ``config.seed``: the pairs the pipeline's ``augment`` stage writes.
+    ``adjacency`` is the training edges' adjacency and degrees the ``load``
+    stage wrote (see :func:`~plnlp_core.assembly.build_input_adjacency`).
     The model's weights are drawn from ``config.seed``.
     """
     if walks is None and config.uses_random_walk:
         walks = [(pairs[rank::world_size], weights[rank::world_size])
                  for pairs, weights in build_walk_rounds(split, config)]
-    graph = build_training_graph(split, config, walks, rank, world_size)
+    graph = build_training_graph(split, config, walks, rank, world_size, adjacency)
     torch.manual_seed(config.seed)
     model = build_model(config, split.info, split.num_nodes)
     return Experiment(config, split, graph, model, rank, world_size)

@@ -1,4 +1,5 @@
 """Each Ray stage's typed output, on the OGB-layout stand-in."""
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -37,7 +38,10 @@ def test_load_writes_parquet_splits_that_read_back_as_ogb_loaded_them(loaded, st
     directory = loaded.directory.local_path()
     names = {p.name for p in directory.iterdir()}
     assert names == {"train.parquet", "valid_pos.parquet", "valid_neg.parquet",
-                     "test_pos.parquet", "test_neg.parquet", "meta.json", "manifest.json"}
+                     "test_pos.parquet", "test_neg.parquet", "adj_crow.npy", "adj_col.npy",
+                     "adj_values.npy", "degree.npy", "meta.json", "manifest.json"}
+    assert set(json.loads((directory / "manifest.json").read_text())["files"]) == \
+        names - {"manifest.json"}  # the .npy files are checksummed as the rest
     assert loaded.meta == DatasetMeta.read(directory)
     assert pq.read_table(directory / "train.parquet").column_names == ["src", "dst"]
     direct = load_ogb(DATASETS.get("ddi"), standin_root)

@@ -429,6 +429,8 @@ ENTRIES: dict[str, Entry] = {
                                                     "feature_categories' range 0..2"),
     "stage-cache-unreadable": Entry("is unreadable; delete", None, "none",
                                     "test_library_safety_nets_raise_plnlp_error"),
+    "split-array-damaged": Entry("adj_crow.npy is missing or damaged (no such file); delete",
+                                 None, "none", "test_library_safety_nets_raise_plnlp_error"),
     "feature-not-one-hot": Entry("node 1's feature row is not one-hot over the 3 columns",
                                  None, "none", "test_library_safety_nets_raise_plnlp_error"),
     "feature-category-out-of-range": Entry("node 0's category column holds 3, outside "
@@ -753,6 +755,7 @@ def test_standin_generators_that_give_up_are_refused(entry_id, patch, tmp_path, 
 def test_library_safety_nets_raise_plnlp_error(tmp_path, monkeypatch):
     """Checks that commands never reach; the library refuses all the same."""
     import plnlp_core.data.standins
+    from components.storage.graph_files import read_adjacency
     from components.storage.location import Location
     from components.storage.manifest import MANIFEST, content_digest
     from plnlp_core.data.standins import StandinSize, check_standin_size, standin_size
@@ -769,6 +772,7 @@ def test_library_safety_nets_raise_plnlp_error(tmp_path, monkeypatch):
             torch.zeros(2), torch.zeros(2, 1), None),
         "stage-cache-unreadable": lambda: content_digest(
             Location(write(tmp_path / MANIFEST, "{").parent)),
+        "split-array-damaged": lambda: read_adjacency(tmp_path, 60),
     }
     for entry_id, call in raised.items():
         entry = ENTRIES[entry_id]
