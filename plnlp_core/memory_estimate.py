@@ -81,16 +81,24 @@ def host_bytes(config: PLNLPConfig, info: DatasetInfo, num_nodes: int,
     - ``features``: :math:`4 N F`;
     - ``activations``: the encoder's, :math:`3 L N H` floats of 4 bytes:
       every full-batch step's, and evaluation's (which encodes every node
-      with or without ``fanouts``).
+      with or without ``fanouts``); :math:`2 N H` when evaluation alone
+      encodes every node and does so layer by layer (``fanouts`` with SAGE
+      on :data:`~plnlp_core.nn.encoders.encoder.CHUNKED_FROM_NODES` nodes).
     """
+    from plnlp_core.nn.encoders.encoder import CHUNKED_FROM_NODES
+
     parameters = parameter_count(config, info, num_nodes)
     embedding = num_nodes * config.embedding_dim if config.node_input != "features" else 0
     model = 16 * parameters
     if config.fanouts is not None:
         model -= 4 * embedding
+    layers = 3 * config.encoder_layers
+    if config.fanouts is not None and config.encoder == "sage" \
+            and num_nodes >= CHUNKED_FROM_NODES:
+        layers = 2
     return {"graph": 52 * num_train_edges + 12 * num_nodes, "model": model,
             "features": 4 * num_nodes * info.feature_dim,
-            "activations": 4 * 3 * config.encoder_layers * num_nodes * config.hidden_channels}
+            "activations": 4 * layers * num_nodes * config.hidden_channels}
 
 
 def refuse_past_memory(config: PLNLPConfig, info: DatasetInfo, num_nodes: int,
