@@ -63,6 +63,7 @@ class NeighborSampler:
         self.col = adj.col_indices()
         self.fanouts = list(fanouts)
         self._local = torch.full((adj.size(0),), -1, dtype=torch.long, device=self.col.device)
+        self._reached = torch.zeros(adj.size(0), dtype=torch.bool, device=self.col.device)
 
     @property
     def num_nodes(self) -> int:
@@ -76,7 +77,7 @@ class NeighborSampler:
         sources, targets = [], []
         for fanout in self.fanouts:
             target, neighbor = self._draw(frontier, fanout, generator)
-            new = neighbor[self._local[neighbor] < 0].unique()
+            new = self._first_reached(neighbor)
             count = hop_nodes[-1]
             self._local[new] = torch.arange(count, count + new.numel(), device=seeds.device)
             hop_nodes.append(count + new.numel())
@@ -89,6 +90,15 @@ class NeighborSampler:
         edge_index = torch.stack([torch.cat(sources), torch.cat(targets)])
         self._local[all_nodes] = -1
         return SampledSubgraph(all_nodes, edge_index, tuple(hop_nodes), tuple(hop_edges))
+
+    def _first_reached(self, neighbor: Tensor) -> Tensor:
+        """The distinct nodes of ``neighbor`` not yet in the subgraph, in
+        increasing order: marked, then found by one scan of a node mask
+        (cheaper than sorting the draws)."""
+        self._reached[neighbor[self._local[neighbor] < 0]] = True
+        new = self._reached.nonzero().squeeze(1)
+        self._reached[new] = False
+        return new
 
     def _draw(self, frontier: Tensor, fanout: int,
               generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
@@ -108,10 +118,12 @@ class NeighborSampler:
         many = frontier[~small]
         draws = torch.rand(many.numel(), fanout, generator=generator, device=frontier.device)
         picks = start[~small].unsqueeze(1) + (draws * degree[~small].unsqueeze(1)).long()
-        # one int64 key a pair (node * N + neighbour): a flat unique, 30x a 2-row one's speed
-        keys = (many.unsqueeze(1) * self.num_nodes + self.col[picks]).reshape(-1).unique()
-        target, neighbor = keys.div(self.num_nodes, rounding_mode="floor"), keys % self.num_nodes
-        return torch.cat([all_target, target]), torch.cat([all_neighbor, neighbor])
+        # repeats dropped row by row: each row sorted (fanout entries), then compared
+        picks = picks.sort(dim=1).values
+        distinct = torch.ones_like(picks, dtype=torch.bool)
+        distinct[:, 1:] = picks[:, 1:] != picks[:, :-1]
+        target = many.unsqueeze(1).expand_as(picks)[distinct]
+        return torch.cat([all_target, target]), torch.cat([all_neighbor, self.col[picks[distinct]]])
 
 
 def sample_pairs(

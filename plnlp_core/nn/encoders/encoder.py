@@ -169,11 +169,15 @@ class GNNEncoder(nn.Module):
         if not all(isinstance(conv, BIPARTITE_LAYERS) for conv in self.convs):
             return self.forward(x, subgraph.edge_index)
         h0, depth = x, len(self.convs)
+        by_target = target_rows(subgraph)
         for i, conv in enumerate(self.convs):
             sources, targets = subgraph.hop_nodes[depth - i], subgraph.hop_nodes[depth - i - 1]
-            edges = subgraph.edge_index[:, :subgraph.hop_edges[depth - i]]
-            x = self._layer(i, conv, (x[:sources], x[:targets]), x[:targets], edges,
-                            h0[:targets])
+            if isinstance(conv, SymmetricSAGEConv):  # a CSR product, not a scatter
+                graph = first_rows(by_target, targets, sources)
+            else:
+                graph = subgraph.edge_index[:, :subgraph.hop_edges[depth - i]]
+            inputs = x if sources == x.size(0) else x[:sources]  # a slice's backward fills zeros
+            x = self._layer(i, conv, (inputs, x[:targets]), x[:targets], graph, h0[:targets])
         return x
 
     def _encodes_in_chunks(self, adj: Tensor) -> bool:
@@ -197,9 +201,7 @@ class GNNEncoder(nn.Module):
             parts = []
             for start in range(0, adj.size(0), CHUNK_ROWS):
                 end = min(start + CHUNK_ROWS, adj.size(0))
-                first, last = int(crow[start]), int(crow[end])
-                rows = torch.sparse_csr_tensor(crow[start:end + 1] - first, col[first:last],
-                                               values[first:last], (end - start, adj.size(1)))
+                rows = row_slice(crow, col, values, start, end, adj.size(1))
                 parts.append(self._layer(i, conv, (x, x[start:end]), x[start:end], rows,
                                          h0[start:end]))
             x = torch.cat(parts)
@@ -249,3 +251,28 @@ class GNNEncoder(nn.Module):
                 f"activate_last_layer={self.activate_last_layer}, residual={self.residual}, "
                 f"layer_norm={bool(self.norms)}, edge_dropout={self.edge_dropout}, "
                 f"initial_residual={self.initial_residual}, relu={self.relu})")
+
+
+def row_slice(crow: Tensor, col: Tensor, values: Tensor, start: int, end: int,
+              num_columns: int) -> Tensor:
+    """Rows ``start:end`` of the CSR matrix ``(crow, col, values)``, as one."""
+    first, last = int(crow[start]), int(crow[end])
+    return torch.sparse_csr_tensor(crow[start:end + 1] - first, col[first:last],
+                                   values[first:last], (end - start, num_columns))
+
+
+def target_rows(subgraph: SampledSubgraph) -> tuple[Tensor, Tensor, Tensor]:
+    """``subgraph``'s edges as the CSR ``(crow, col, values)`` of its targets
+    (rows) against its sources: the edges drawn at hops ``1..k`` are the
+    rows of the nodes within hop ``k - 1``, its first rows."""
+    source, target = subgraph.edge_index
+    order = torch.argsort(target, stable=True)
+    counts = torch.bincount(target, minlength=subgraph.hop_nodes[-2])
+    crow = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+    return crow, source[order], torch.ones(order.numel(), device=order.device)
+
+
+def first_rows(csr: tuple[Tensor, Tensor, Tensor], rows: int, columns: int) -> Tensor:
+    """The first ``rows`` rows of ``csr`` (:func:`target_rows`) against its
+    first ``columns`` nodes: a layer's targets against its sources."""
+    return row_slice(*csr, 0, rows, columns)

@@ -91,7 +91,13 @@ class SymmetricSAGEConv(SAGEConv):
         self._dense: tuple[Tensor, Tensor] | None = None
 
     def message_and_aggregate(self, adj_t: Tensor, x: tuple[Tensor, Tensor]) -> Tensor:
+        """Mean aggregation over a sparse CSR ``adj_t``: the symmetric graph's
+        (``x``'s two sides the same tensor), or a bipartite one's (a sampled
+        neighbourhood's targets against its sources, a chunk of rows), whose
+        backward goes through the transpose as torch's CSR product gives it."""
         if self.aggr == "mean" and isinstance(adj_t, Tensor) and adj_t.layout == torch.sparse_csr:
+            if x[0] is not x[1]:
+                return (adj_t @ x[0].to(adj_t.dtype)) * _inverse_degree(adj_t).unsqueeze(-1)
             if dense_pays_off(adj_t.size(0), adj_t._nnz(), adj_t.device):
                 dense, inv_deg = self._dense_copy(adj_t)
                 return (dense @ x[0]) * inv_deg
