@@ -81,8 +81,8 @@ class NodeInput(nn.Module):
         if self.use_embedding:
             parts.append(self.embedding.weight if nodes is None else self.embedding(nodes))
         if self.use_features:
-            if nodes is not None:
-                x = x.index_select(0, nodes.to(x.device)).to(nodes.device)
+            if nodes is not None:  # the rows, gathered where the features are (pinned host memory)
+                x = x.index_select(0, nodes.to(x.device)).to(nodes.device, non_blocking=True)
             parts.append(x if self.categories is None else
                          self.categories(category_index(x, self.categories.num_embeddings)))
         h = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]

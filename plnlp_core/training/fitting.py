@@ -75,7 +75,7 @@ def fit(
     device = next(core.parameters()).device
     config = config.replace(precision=resolve_precision(config.precision, device))
     check_precision(config.precision, device)
-    x = None if split.x is None else split.x.to(device)
+    x = None if split.x is None else step_features(split.x, config, device)
     graph = graph.to(device)
     sampler = build_sampler(config, split, graph, device)
     neighbors = None if config.fanouts is None else NeighborSampler(graph.adj, config.fanouts)
@@ -104,7 +104,8 @@ def fit(
         epoch_result = EpochResult(epoch, stats.loss, time.perf_counter() - start,
                                    stats.score_gap)
         if rank == 0 and (epoch % config.eval_every == 0 or epoch == config.epochs):
-            epoch_result.metrics = evaluate(core, split.info, x, graph.adj, eval_splits,
+            on_device = None if x is None else x.to(device)  # sampled on a GPU: for this while
+            epoch_result.metrics = evaluate(core, split.info, on_device, graph.adj, eval_splits,
                                             config.eval_batch_size)
             best = result.best_metrics.get(main_key, float("-inf"))
             if improves(epoch_result.metrics[main_key], best, config.select_best):
@@ -118,6 +119,16 @@ def fit(
         if on_epoch is not None:
             on_epoch(epoch_result)
     return result
+
+
+def step_features(x: Tensor, config: PLNLPConfig, device: torch.device) -> Tensor:
+    """The node features training steps read: on ``device``, except for
+    neighbour-sampled steps on a GPU, which gather their nodes' rows from
+    pinned host memory (the whole table never moves to the GPU but for
+    evaluation)."""
+    if config.fanouts is not None and device.type == "cuda":
+        return x.pin_memory()
+    return x.to(device)
 
 
 def improves(score: float, best: float, select_best: str) -> bool:

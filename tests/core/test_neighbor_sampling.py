@@ -172,3 +172,23 @@ def test_row_adam_steps_as_torch_s_sparse_adam_does():
     untouched = [r for r in range(50) if r not in (0, 1, 2, 3, 7, 11, 40)]
     assert torch.equal(row_adam.state[ours.weight]["exp_avg"][untouched],
                        torch.zeros(len(untouched), 4))
+
+
+def test_a_sampled_step_reads_its_nodes_input_rows_alone():
+    from plnlp_core.nn.node_input import NodeInput
+
+    node_input = NodeInput("both", 30, 4, 3, sparse=True)
+    x = torch.randn(30, 3)
+    nodes = torch.tensor([5, 0, 29, 7])
+    torch.testing.assert_close(node_input(x, nodes), node_input(x)[nodes])
+    node_input(x, nodes).sum().backward()
+    grad = node_input.embedding.weight.grad
+    assert grad.is_sparse and set(grad.coalesce().indices()[0].tolist()) == {0, 5, 7, 29}
+
+
+def test_sampled_steps_on_a_cpu_read_features_where_they_are(ddi_standin_split):
+    from plnlp_core.training.fitting import step_features
+
+    x = torch.randn(4, 2)
+    config = PLNLPConfig(fanouts=(3, 3))
+    assert step_features(x, config, torch.device("cpu")) is x
