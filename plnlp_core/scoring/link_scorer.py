@@ -24,7 +24,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 from torch import Tensor
-from torch_geometric.utils import to_torch_csr_tensor, to_undirected
 
 from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
@@ -183,11 +182,21 @@ class LinkScorer:
 
 def known_edges(split: LinkSplit) -> Tensor:
     """Every edge ``split`` names (training, validation and test
-    positives) as a sparse CSR graph, both ways unless it is directed."""
-    edge_index = torch.cat([split.train_pos, split.valid_pos, split.test_pos]).t()
+    positives) as a sparse CSR graph, both ways unless it is directed.
+    Built from one sorted array of ``row * N + col`` keys: on a 30 M-edge
+    graph PyG's ``to_undirected`` and CSR conversion held several copies of
+    the edge list at once, the export's peak."""
+    n = split.num_nodes
+    pairs = torch.cat([split.train_pos, split.valid_pos, split.test_pos])
+    keys = pairs[:, 0] * n + pairs[:, 1]
     if not split.info.directed:
-        edge_index = to_undirected(edge_index, num_nodes=split.num_nodes)
-    return to_torch_csr_tensor(edge_index, size=(split.num_nodes, split.num_nodes))
+        keys = torch.cat([keys, pairs[:, 1] * n + pairs[:, 0]])
+    del pairs
+    keys = keys.unique()
+    rows = keys.div(n, rounding_mode="floor")
+    crow = torch.cat([rows.new_zeros(1), torch.bincount(rows, minlength=n).cumsum(0)])
+    del rows
+    return torch.sparse_csr_tensor(crow, keys % n, torch.ones(keys.numel()), (n, n))
 
 
 def _predictor_only(config: PLNLPConfig, info: DatasetInfo, num_nodes: int,

@@ -31,15 +31,19 @@ from plnlp_core.training.fit_state import FitState
 class EpochResult:
     """What one epoch produced. ``score_gap`` is the mean margin of
     positives over their negatives in training (see :class:`RankingStats`);
-    ``metrics`` is empty on epochs without evaluation; ``best_state`` is set
-    when validation improved; ``snapshot()`` captures the state to go on
-    from after this epoch."""
+    ``metrics`` is empty on epochs without evaluation; ``improved`` says
+    whether validation improved, and then ``best_state`` is the model's
+    state; ``snapshot()`` captures the state to go on from after this
+    epoch. ``best_state`` and ``snapshot`` are there for ``on_epoch`` and
+    dropped once it returns, so that the history holds no copy of the
+    model (a large graph's embedding, per improving epoch)."""
 
     epoch: int
     train_loss: float
     seconds: float
     score_gap: float = 0.0
     metrics: dict[str, float] = field(default_factory=dict)
+    improved: bool = False
     best_state: dict[str, Tensor] | None = None
     snapshot: Callable[[], FitState] | None = None
 
@@ -109,6 +113,7 @@ def fit(
                                             config.eval_batch_size)
             best = result.best_metrics.get(main_key, float("-inf"))
             if improves(epoch_result.metrics[main_key], best, config.select_best):
+                epoch_result.improved = True
                 epoch_result.best_state = copy.deepcopy(core.state_dict())
                 result.best_epoch, result.best_metrics = epoch, epoch_result.metrics
                 result.best_state = epoch_result.best_state
@@ -118,6 +123,7 @@ def fit(
         result.history.append(epoch_result)
         if on_epoch is not None:
             on_epoch(epoch_result)
+        epoch_result.best_state = epoch_result.snapshot = None
     return result
 
 

@@ -68,7 +68,7 @@ def test_fit_prefers_validation_over_test_and_the_last_epoch(ddi_standin_split, 
     _, _, result = small_fit(ddi_standin_split, epochs=4)
     assert result.best_epoch == 2
     assert result.best_metrics == {"valid_hits_20": 0.5, "test_hits_20": 0.2}
-    assert [e.best_state is not None for e in result.history] == [True, True, False, False]
+    assert [e.improved for e in result.history] == [True, True, False, False]
 
 
 def test_fit_evaluates_every_eval_every_epochs_and_after_the_last(ddi_standin_split):
@@ -216,7 +216,7 @@ def test_select_best_last_keeps_the_last_of_equal_validation_scores(
     _, _, last = small_fit(ddi_standin_split, epochs=3, select_best="last")
     assert first.best_epoch == 1
     assert last.best_epoch == 3
-    assert [e.best_state is not None for e in last.history] == [True, True, True]
+    assert [e.improved for e in last.history] == [True, True, True]
 
 
 def test_max_batches_per_epoch_stops_the_pass_early(ddi_standin_split, monkeypatch):
