@@ -58,18 +58,29 @@ class LinkScorer:
         model (PLNLPModel): The trained model; only its predictor is run.
         h (Tensor): Node vectors over ``adj``, shape ``[N, C]``.
         adj (Tensor): Sparse CSR input graph ``h`` was encoded on.
-        known (Tensor): Sparse CSR graph of every known edge (both ways when
-            undirected), left out of recommendations; kept on the CPU.
+        known (Tensor or callable): Sparse CSR graph of every known edge
+            (both ways when undirected), left out of recommendations; kept
+            on the CPU. Or a function that builds it, called at the first
+            recommendation: a served model that only scores pairs never
+            holds it.
         node_ids (NodeIds): The user's ids of the nodes.
         config (PLNLPConfig): The model's settings.
         info (DatasetInfo): The model's dataset.
     """
 
-    def __init__(self, model: PLNLPModel, h: Tensor, adj: Tensor, known: Tensor,
-                 node_ids: NodeIds, config: PLNLPConfig, info: DatasetInfo) -> None:
+    def __init__(self, model: PLNLPModel, h: Tensor, adj: Tensor,
+                 known: Tensor | Callable[[], Tensor], node_ids: NodeIds, config: PLNLPConfig,
+                 info: DatasetInfo) -> None:
         self.model = model.eval()
-        self.h, self.adj, self.known = h, adj, known
+        self.h, self.adj, self._known = h, adj, known
         self.node_ids, self.config, self.info = node_ids, config, info
+
+    @property
+    def known(self) -> Tensor:
+        """Every known edge as a sparse CSR graph, built at the first use."""
+        if not isinstance(self._known, Tensor):
+            self._known = self._known()
+        return self._known
 
     @classmethod
     @torch.no_grad()
@@ -163,21 +174,26 @@ class LinkScorer:
 
     @classmethod
     def load(cls, directory: Path, device: torch.device | str = "cpu") -> "LinkScorer":
-        """The scorer :meth:`save` wrote into ``directory``, on ``device``."""
+        """The scorer :meth:`save` wrote into ``directory``, on ``device``.
+        The file is memory-mapped: the known edges (as large as the graph)
+        are read only when :meth:`recommend` first needs them, and on the
+        CPU the node vectors stay pages of the file, shared by every process
+        that serves the same model."""
         meta = json.loads((directory / META_FILE).read_text())
         if meta.get("format") != FORMAT:
             raise PLNLPError(f"{directory} holds a scorer of format {meta.get('format')}, "
                              f"this plnlp reads format {FORMAT}; log the model again with it.")
         config = PLNLPConfig.from_mapping(meta["config"])
         info = DatasetInfo(**{**meta["info"], "hits_k": tuple(meta["info"]["hits_k"])})
-        tensors = torch.load(directory / TENSORS_FILE, weights_only=True, map_location=device)
-        h = tensors["h"]
+        tensors = torch.load(directory / TENSORS_FILE, weights_only=True, map_location="cpu",
+                             mmap=True)
+        h = tensors["h"].to(device)
         model = _predictor_only(config, info, h.size(0), tensors["predictor"], h.device)
         ids = pq.read_table(directory / IDS_FILE).column("id").combine_chunks() \
             if (directory / IDS_FILE).exists() else None
-        known = _csr(tensors, "known", h.size(0)).cpu()
-        adj = _csr(tensors, "adj", h.size(0)) if "adj_crow" in tensors else None
-        return cls(model, h, adj, known, NodeIds(h.size(0), ids), config, info)
+        adj = _csr(tensors, "adj", h.size(0)).to(device) if "adj_crow" in tensors else None
+        return cls(model, h, adj, lambda: _csr(tensors, "known", h.size(0)),
+                   NodeIds(h.size(0), ids), config, info)
 
 
 def known_edges(split: LinkSplit) -> Tensor:

@@ -65,6 +65,20 @@ def test_top_k_is_the_brute_force_best_of_each_nodes_non_edges(ddi_standin_split
         assert ranks[sources == node].tolist() == [1, 2, 3, 4]
 
 
+def test_a_loaded_scorer_reads_the_known_edges_only_to_recommend(ddi_standin_split, tmp_path):
+    """A served model scores pairs: it must not hold the graph's known
+    edges, which only recommendations leave out."""
+    scorer, _ = scorer_of(ddi_standin_split, PLNLPConfig(**SMALL))
+    scorer.save(tmp_path / "scorer")
+    loaded = LinkScorer.load(tmp_path / "scorer")
+    loaded.score(ddi_standin_split.test_neg[:10])
+    assert not isinstance(loaded._known, torch.Tensor)
+    nodes = torch.tensor([0, 5])
+    expected, found = (torch.cat(next(s.recommend(nodes, 3))[1:2]) for s in (scorer, loaded))
+    assert found.tolist() == expected.tolist()
+    assert torch.equal(loaded.known.to_dense(), scorer.known.to_dense())
+
+
 def test_top_k_counts_are_checked_and_known_edges_include_held_out_ones(ddi_standin_split):
     scorer, _ = scorer_of(ddi_standin_split, PLNLPConfig(**SMALL))
     n = ddi_standin_split.num_nodes
