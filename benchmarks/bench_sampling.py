@@ -4,7 +4,7 @@ million training positives and the peak memory of the process that builds
 the graph and model and trains, each mode in a process of its own.
 
     python benchmarks/bench_sampling.py [--edges 1e6,1e7,5e7] [--steps 3]
-        [--nodes-per-edge 0.1]
+        [--nodes-per-edge 0.1] [--cap-gib 16]
 
 The graphs are a power-law generator's (a node's chance to be an edge's
 source falls as its rank to the -0.8, destinations uniform), 0.1 nodes an
@@ -13,8 +13,11 @@ preset's (pipelines/presets/own.yaml: SAGE 2x64, embedding 64, MLP 2x64,
 3 shared global negatives); full batch runs it with ``fanouts: null`` and
 batches of 65,536 positives (the ``node`` preset's), sampled with
 ``fanouts: [15, 10]`` and batches of 2,048. A step's seconds are the median
-of ``--steps`` steps after one warm-up; a mode whose process the kernel
-kills for memory is "out of memory".
+of ``--steps`` steps after one warm-up. Each mode's process has its data
+segment capped at ``--cap-gib`` (``RLIMIT_DATA``), so that a full batch
+too large for the machine fails its own allocation rather than wake the
+kernel's OOM killer among other processes; a mode that fails to allocate,
+or that the kernel kills, is "out of memory".
 """
 import argparse
 import json
@@ -35,6 +38,7 @@ from plnlp_core.graph import build_adjacency
 from plnlp_core.sampling.neighbors import NeighborSampler
 from plnlp_core.training.epoch import StepOptions, draw_batch, sampled_batch, train_step
 
+OUT_OF_MEMORY = ("can't allocate", "MemoryError", "not enough memory", "std::bad_alloc")
 MODES = {"full batch": {"fanouts": None, "batch_size": 65536},
          "sampled": {"fanouts": [15, 10], "batch_size": 2048}}
 
@@ -80,16 +84,27 @@ def time_steps(num_edges: int, nodes_per_edge: float, mode: str, steps: int) -> 
             "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
 
 
-def measure(num_edges: int, nodes_per_edge: float, mode: str, steps: int) -> dict:
+def measure(num_edges: int, nodes_per_edge: float, mode: str, steps: int,
+            cap_gib: float) -> dict:
     """:func:`time_steps` in a child process of its own (its peak resident
-    memory its own); a child that dies (the kernel's OOM killer) is "out of memory"."""
+    memory its own) capped at ``cap_gib``; a child that cannot allocate or
+    that the kernel kills is "out of memory"."""
     command = [sys.executable, __file__, "--child", mode, "--edges", str(num_edges),
-               "--steps", str(steps), "--nodes-per-edge", str(nodes_per_edge)]
+               "--steps", str(steps), "--nodes-per-edge", str(nodes_per_edge),
+               "--cap-gib", str(cap_gib)]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
-        return {"result": "out of memory" if done.returncode in (-9, 137) else "failed",
+        refused = done.returncode in (-9, 137) or any(
+            text in done.stderr for text in OUT_OF_MEMORY)
+        return {"result": f"out of memory ({cap_gib:g} GiB)" if refused else "failed",
                 "detail": done.stderr.strip()[-300:]}
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def cap_data_segment(cap_gib: float) -> None:
+    """Caps this process's private writable memory (``RLIMIT_DATA``) at ``cap_gib``."""
+    limit = int(cap_gib * 2**30)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
 def main() -> None:
@@ -97,9 +112,12 @@ def main() -> None:
     parser.add_argument("--edges", default="1e6,1e7,5e7")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--nodes-per-edge", type=float, default=0.1)
+    parser.add_argument("--cap-gib", type=float, default=16.0,
+                        help="each mode's process's memory cap (RLIMIT_DATA)")
     parser.add_argument("--child", choices=list(MODES))
     args = parser.parse_args()
     if args.child:
+        cap_data_segment(args.cap_gib)
         print(json.dumps(time_steps(int(float(args.edges)), args.nodes_per_edge, args.child,
                                     args.steps)))
         return
@@ -112,7 +130,7 @@ def main() -> None:
 
 
 def _row(text: str, mode: str, args: argparse.Namespace) -> str:
-    figures = measure(int(float(text)), args.nodes_per_edge, mode, args.steps)
+    figures = measure(int(float(text)), args.nodes_per_edge, mode, args.steps, args.cap_gib)
     if "result" in figures:
         print(figures["detail"], file=sys.stderr)
         return f"| {int(float(text)):,} | | {mode} | | {figures['result']} | | |"
