@@ -618,7 +618,7 @@ def split_folder_without_test(tmp: Path) -> Path:
 
 
 @pytest.mark.parametrize("entry_id", SETTINGS)
-def test_bad_settings_are_refused_before_anything_starts(entry_id, tmp_path, mlflow_store,
+def test_bad_settings_are_refused_before_anything_starts(entry_id, tmp_path, unwritten_mlflow_store,
                                                          monkeypatch, capsys):
     import pipelines.planning.presets
 
@@ -886,8 +886,8 @@ def test_a_tracking_store_that_cannot_be_written_is_refused(store, tmp_path, mlf
     assert uri in line
 
 
-def test_an_unreachable_ray_address_is_refused_quickly(tmp_path, mlflow_store, monkeypatch,
-                                                       capsys):
+def test_an_unreachable_ray_address_is_refused_quickly(tmp_path, unwritten_mlflow_store,
+                                                       monkeypatch, capsys):
     with silent_listener() as port:
         for address in ("127.0.0.1:1", "ray://127.0.0.1:1", "http://127.0.0.1:1",
                         f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
@@ -1353,8 +1353,8 @@ def test_an_interrupted_sweep_says_how_many_trials_ended_and_how_to_go_on(
     assert runs["sweep"].data.tags[FAILURE_TAG] == "interrupted by SIGINT (Ctrl-C)"
 
 
-def test_an_interrupt_before_the_run_records_nothing(tmp_path, mlflow_store, no_ray_shutdown,
-                                                     capsys):
+def test_an_interrupt_before_the_run_records_nothing(tmp_path, unwritten_mlflow_store,
+                                                     no_ray_shutdown, capsys):
     from components.train.workers import WorkerGroup
 
     with pytest.raises(SystemExit) as exited:
@@ -1666,8 +1666,8 @@ def test_tune_resume_refuses_a_sweep_it_cannot_go_on_with(entry_id, mlflow_store
         [client.get_experiment_by_name("sweeps").experiment_id])] == before
 
 
-def test_tune_resume_refuses_a_store_that_does_not_exist_and_makes_none(mlflow_store, tmp_path,
-                                                                        capsys):
+def test_tune_resume_refuses_a_store_that_does_not_exist_and_makes_none(
+        unwritten_mlflow_store, tmp_path, capsys):
     code = tune_main(["--dataset", "ddi", "--resume", "0123456789abcdef"])
     assert_refused("sweep-resume-store-missing", code, capsys.readouterr().err,
                    "test_tune_resume_refuses_a_store_that_does_not_exist_and_makes_none")
