@@ -28,13 +28,14 @@ EPOCHS = 30  # fewer would let the controller's first MLflow writes sway the med
 SHORT_EPOCHS = {"epochs": EPOCHS, "max_batches_per_epoch": 2}
 
 
-def time_pipeline(data_root: str | None, split: LinkSplit) -> dict | None:
+def time_pipeline(data_root: str | None, split: LinkSplit, start_runs: int = 2) -> dict | None:
     """On short epochs (ddi ``smoke`` with two batches an epoch, evaluated
     every epoch), where a fixed cost per epoch shows: the median wall time
     between epochs as MLflow logged them through ``pipelines/run.py`` over
-    the median between epochs of ``fit`` in this process; then, from a fresh
-    command with the stage cache warm, the seconds to the first epoch, phase
-    by phase. ``None`` without Ray or MLflow."""
+    the median between epochs of ``fit`` in this process; then, from the
+    last of ``start_runs`` fresh commands (the second finds the stage cache
+    warm), the seconds to the first epoch, phase by phase. ``None`` without
+    Ray or MLflow."""
     if any(importlib.util.find_spec(name) is None for name in ("ray", "mlflow")):
         return None
     threads = torch.get_num_threads()
@@ -42,7 +43,7 @@ def time_pipeline(data_root: str | None, split: LinkSplit) -> dict | None:
                                                     "real", 0, SHORT_EPOCHS)), split)
     with tempfile.TemporaryDirectory() as folder:
         pipeline_s = median_pipeline_epoch(data_root, Path(folder), threads)
-        startup = startup_phases_of_a_command(data_root, Path(folder), threads)
+        startup = startup_phases_of_a_command(data_root, Path(folder), threads, start_runs)
     return {"config": f"ddi smoke, 2 batches an epoch, evaluated every epoch, {EPOCHS} epochs, "
                       f"1 worker x {threads} CPUs",
             "fit_median_epoch_s": fit_s, "pipeline_median_epoch_s": pipeline_s,
@@ -82,11 +83,11 @@ def median_pipeline_epoch(data_root: str | None, folder: Path, threads: int) -> 
     return median_epoch_interval(client, run.info.run_id)
 
 
-def startup_phases_of_a_command(data_root: str | None, folder: Path,
-                                threads: int) -> dict[str, float]:
+def startup_phases_of_a_command(data_root: str | None, folder: Path, threads: int,
+                                runs: int = 2) -> dict[str, float]:
     """``startup_*_s`` of ``pipelines/run.py --dataset ddi --preset smoke``
-    run as a user runs it (its own local Ray), one epoch, the second of two
-    runs so that the stage cache is warm; with ``command_s``, that run's
+    run as a user runs it (its own local Ray), one epoch, the last of
+    ``runs`` runs (from the second on, the stage cache is warm); with ``command_s``, that run's
     wall time, and ``after_last_epoch_s``, the part of it after its last
     epoch ended (the final metrics, the model, Ray's shutdown, the exit)."""
     import mlflow
@@ -100,7 +101,7 @@ def startup_phases_of_a_command(data_root: str | None, folder: Path,
                "--preset", "smoke", "--set", "epochs=1", "--experiment", "startup",
                "--data-root", str(resolve_data_root(data_root)),
                "--cpus-per-worker", str(threads)]
-    for _ in range(2):
+    for _ in range(runs):
         started = time.time()
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
         ended = time.time()
@@ -114,4 +115,5 @@ def startup_phases_of_a_command(data_root: str | None, folder: Path,
                                                                     "train_loss")) / 1000
     return {**{key: value for key, value in run_metrics(run.data.metrics).items()
                if key.startswith("startup_")},
-            "command_s": ended - started, "after_last_epoch_s": ended - last_epoch}
+            "command_s": ended - started, "after_last_epoch_s": ended - last_epoch,
+            "stage_cache": "warm" if runs > 1 else "cold"}

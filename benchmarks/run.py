@@ -102,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
             report["heuristics"] = time_heuristics(load_split("ppa", ppa, args.data_root),
                                                    f"ppa stand-in ({ppa})")
             report["walks"] = time_walks_and_parquet(ddi, args.quick)
-            report["pipeline"] = None if args.skip_pipeline else time_pipeline(args.data_root, ddi)
+            report["pipeline"] = None if args.skip_pipeline else time_pipeline(
+                args.data_root, ddi, start_runs=1 if args.quick else 2)
             if report["pipeline"] is not None and not args.quick:
                 report["trials"] = trial_costs(args.data_root, trials=5, epochs=4)
             report["commands"] = time_commands(args.quick)
