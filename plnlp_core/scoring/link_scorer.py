@@ -30,6 +30,7 @@ from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DatasetInfo, LinkSplit
 from plnlp_core.data.node_ids import NodeIds
 from plnlp_core.errors import PLNLPError
+from plnlp_core.graph import csr_of_pairs
 from plnlp_core.nn import PLNLPModel
 from plnlp_core.scoring.evaluation import score_pairs
 
@@ -198,21 +199,9 @@ class LinkScorer:
 
 def known_edges(split: LinkSplit) -> Tensor:
     """Every edge ``split`` names (training, validation and test
-    positives) as a sparse CSR graph, both ways unless it is directed.
-    Built from one sorted array of ``row * N + col`` keys: on a 30 M-edge
-    graph PyG's ``to_undirected`` and CSR conversion held several copies of
-    the edge list at once, the export's peak."""
-    n = split.num_nodes
+    positives) as a sparse CSR graph, both ways unless it is directed."""
     pairs = torch.cat([split.train_pos, split.valid_pos, split.test_pos])
-    keys = pairs[:, 0] * n + pairs[:, 1]
-    if not split.info.directed:
-        keys = torch.cat([keys, pairs[:, 1] * n + pairs[:, 0]])
-    del pairs
-    keys = keys.unique()
-    rows = keys.div(n, rounding_mode="floor")
-    crow = torch.cat([rows.new_zeros(1), torch.bincount(rows, minlength=n).cumsum(0)])
-    del rows
-    return torch.sparse_csr_tensor(crow, keys % n, torch.ones(keys.numel()), (n, n))
+    return csr_of_pairs(pairs, split.num_nodes, both_ways=not split.info.directed)
 
 
 def _predictor_only(config: PLNLPConfig, info: DatasetInfo, num_nodes: int,

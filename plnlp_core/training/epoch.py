@@ -144,10 +144,11 @@ def l2_penalty(model: nn.Module, adj: Tensor | SampledSubgraph) -> Tensor:
     r""":math:`\lVert \theta \rVert_2^2` over every parameter; on a sampled
     step, the embedding tables (whose gradients are sparse) count only the
     rows of the step's nodes."""
-    sparse = {id(p) for p in sparse_parameters(model)}
+    tables = sparse_parameters(model)
+    sparse = {id(p) for p in tables}
     penalty = sum(p.square().sum() for p in model.parameters() if id(p) not in sparse)
-    if sparse and isinstance(adj, SampledSubgraph):
-        for table in sparse_parameters(model):
+    if isinstance(adj, SampledSubgraph):
+        for table in tables:
             rows = nn.functional.embedding(adj.nodes, table, sparse=True)
             penalty = penalty + rows.square().sum()
     return penalty

@@ -173,7 +173,7 @@ class GNNEncoder(nn.Module):
         for i, conv in enumerate(self.convs):
             sources, targets = subgraph.hop_nodes[depth - i], subgraph.hop_nodes[depth - i - 1]
             if isinstance(conv, SymmetricSAGEConv):  # a CSR product, not a scatter
-                graph = first_rows(by_target, targets, sources)
+                graph = row_slice(*by_target, 0, targets, sources)
             else:
                 graph = subgraph.edge_index[:, :subgraph.hop_edges[depth - i]]
             inputs = x if sources == x.size(0) else x[:sources]  # a slice's backward fills zeros
@@ -270,9 +270,3 @@ def target_rows(subgraph: SampledSubgraph) -> tuple[Tensor, Tensor, Tensor]:
     counts = torch.bincount(target, minlength=subgraph.hop_nodes[-2])
     crow = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
     return crow, source[order], torch.ones(order.numel(), device=order.device)
-
-
-def first_rows(csr: tuple[Tensor, Tensor, Tensor], rows: int, columns: int) -> Tensor:
-    """The first ``rows`` rows of ``csr`` (:func:`target_rows`) against its
-    first ``columns`` nodes: a layer's targets against its sources."""
-    return row_slice(*csr, 0, rows, columns)
