@@ -194,9 +194,14 @@ def build_sampler(
     config: PLNLPConfig, split: LinkSplit, graph: TrainingGraph, device: torch.device | None = None,
 ) -> NegativeSampler:
     """The negative sampler ``config`` names, avoiding every observed edge,
-    drawing on ``device`` (where the positives live)."""
-    observed, _ = input_edges(split, config)
-    edge_set = EdgeSet(observed, split.num_nodes, undirected=not split.info.directed)
+    drawing on ``device`` (where the positives live). On an undirected
+    graph the observed edges are ``graph.adj``'s entries, which it queries
+    in place (:meth:`EdgeSet.from_csr`)."""
+    if split.info.directed:
+        observed, _ = input_edges(split, config)
+        edge_set = EdgeSet(observed, split.num_nodes, undirected=False)
+    else:
+        edge_set = EdgeSet.from_csr(graph.adj, undirected=True)
     edge_set.to(device or "cpu")
     return build_negative_sampler(config, edge_set, graph.degree)
 

@@ -9,7 +9,8 @@ class EdgeSet:
     sorted; a query is one :func:`torch.searchsorted`, or, for graphs of at
     most :attr:`DENSE_LIMIT` possible pairs, one lookup in a dense table of
     all :math:`N^2` pairs (a byte each: 18 MB for ogbl-ddi, where it is thirty
-    times faster).
+    times faster). Built on a CSR adjacency (:meth:`from_csr`), it keeps no
+    copy: a query searches :math:`v` among :math:`u`'s sorted columns.
 
     Args:
         edges (Tensor): Edges, shape ``[E, 2]``.
@@ -36,8 +37,26 @@ class EdgeSet:
         edge_set._index(keys)
         return edge_set
 
+    @classmethod
+    def from_csr(cls, adj: Tensor, undirected: bool) -> "EdgeSet":
+        """The set of ``adj``'s entries (a sparse CSR tensor whose rows'
+        columns are sorted and distinct, as
+        :func:`~plnlp_core.graph.build_adjacency` gives): queries read its
+        rows and columns in place, so that a graph the workers of a node
+        memory-map is not copied into a key array by each."""
+        n = adj.size(0)
+        if n**2 <= cls.DENSE_LIMIT:
+            rows = torch.repeat_interleave(torch.arange(n, device=adj.device),
+                                           adj.crow_indices().diff())
+            return cls.from_sorted_keys(rows * n + adj.col_indices(), n, undirected)
+        edge_set = cls.__new__(cls)
+        edge_set.num_nodes, edge_set.undirected = n, undirected
+        edge_set.keys, edge_set.table = None, None
+        edge_set.rows = (adj.crow_indices(), adj.col_indices())
+        return edge_set
+
     def _index(self, keys: Tensor) -> None:
-        self.keys, self.table = keys, None
+        self.keys, self.table, self.rows = keys, None, None
         if self.num_nodes**2 <= self.DENSE_LIMIT:
             self.table = torch.zeros(self.num_nodes**2, dtype=torch.bool, device=keys.device)
             self.table[keys] = True
@@ -47,6 +66,9 @@ class EdgeSet:
 
     def to(self, device: torch.device | str) -> "EdgeSet":
         """Moves the set to ``device``, where queries must live too."""
+        if self.rows is not None:
+            self.rows = tuple(part.to(device) for part in self.rows)
+            return self
         self.keys = self.keys.to(device)
         self.table = None if self.table is None else self.table.to(device)
         return self
@@ -59,13 +81,33 @@ class EdgeSet:
         r"""A bool mask: which encoded pairs :math:`u \cdot N + v` are edges."""
         if self.table is not None:
             return self.table[keys]
+        if self.rows is not None:
+            return self._in_rows(keys)
         if self.keys.numel() == 0:
             return torch.zeros_like(keys, dtype=torch.bool)
         pos = torch.searchsorted(self.keys, keys).clamp(max=self.keys.numel() - 1)
         return self.keys[pos] == keys
 
+    def _in_rows(self, keys: Tensor) -> Tensor:
+        r"""Whether each :math:`v` is among row :math:`u`'s columns: a binary
+        search in every queried row at once, :math:`\lceil \log_2 (d_{max}
+        + 1) \rceil` rounds of one gather each."""
+        crow, col = self.rows
+        if col.numel() == 0:
+            return torch.zeros_like(keys, dtype=torch.bool)
+        u, v = keys.div(self.num_nodes, rounding_mode="floor"), keys % self.num_nodes
+        low, end = crow[u], crow[u + 1]
+        high, last = end.clone(), col.numel() - 1
+        while bool((low < high).any()):  # the first place in the row whose column is >= v
+            searching = low < high
+            middle = (low + high) // 2
+            below = col[middle.clamp(max=last)] < v
+            low = torch.where(searching & below, middle + 1, low)
+            high = torch.where(searching & ~below, middle, high)
+        return (low < end) & (col[low.clamp(max=last)] == v)
+
     def __len__(self) -> int:
-        return self.keys.numel()
+        return self.keys.numel() if self.rows is None else self.rows[1].numel()
 
     def __repr__(self) -> str:
         return f"EdgeSet(num_nodes={self.num_nodes}, pairs={len(self)})"

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from plnlp_core.edge_set import EdgeSet
+from plnlp_core.graph import build_adjacency
 
 EDGES = torch.tensor([[0, 1], [1, 2], [3, 0]])
 
@@ -49,3 +50,27 @@ def test_empty_edge_set_contains_nothing():
 def test_edge_set_counts_duplicate_edges_once():
     edges = EdgeSet(torch.tensor([[0, 1], [1, 0], [0, 1]]), num_nodes=3, undirected=True)
     assert len(edges) == 2
+
+
+def test_a_set_on_a_csr_answers_as_the_set_of_its_edges(lookup):
+    """Rows of every degree (none, one, the most), the first and the last
+    node, pairs past a row's largest column and before its smallest."""
+    generator = torch.Generator().manual_seed(0)
+    n = 300
+    edges = torch.cat([torch.randint(n - 2, (900, 2), generator=generator),
+                       torch.tensor([[0, 5], [n - 1, 7]]),  # node n - 2 has no edge
+                       torch.stack([torch.full((60,), 9), torch.arange(60)], 1)])
+    adj, _ = build_adjacency(edges, n)
+    on_csr, of_edges = EdgeSet.from_csr(adj, undirected=True), EdgeSet(edges, n, undirected=True)
+    assert (on_csr.table is not None) == (lookup == "dense table")
+    nodes = torch.arange(n)
+    query = torch.cat([torch.randint(n, (5000, 2), generator=generator), edges, edges.flip(1),
+                       torch.stack([nodes, torch.full((n,), n - 1)], 1),
+                       torch.stack([nodes, torch.zeros(n, dtype=torch.long)], 1)])
+    assert torch.equal(on_csr.contains(query), of_edges.contains(query))
+    assert len(on_csr) == len(of_edges)
+
+
+def test_a_set_on_an_empty_csr_contains_nothing():
+    adj, _ = build_adjacency(torch.empty(0, 2, dtype=torch.long), 4)
+    assert not EdgeSet.from_csr(adj, undirected=True).contains(torch.tensor([[0, 1]])).any()
