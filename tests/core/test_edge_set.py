@@ -8,11 +8,16 @@ from plnlp_core.graph import build_adjacency
 EDGES = torch.tensor([[0, 1], [1, 2], [3, 0]])
 
 
-@pytest.fixture(autouse=True, params=["dense table", "sorted keys"])
+@pytest.fixture(autouse=True, params=["dense table", "sorted keys", "csr rows"])
 def lookup(request, monkeypatch):
-    """Every test runs with both ways of answering a query."""
-    if request.param == "sorted keys":
+    """Every test runs with each way of answering a query (the CSR's rows
+    only for sets built on a CSR)."""
+    if request.param != "dense table":
         monkeypatch.setattr(EdgeSet, "DENSE_LIMIT", 0)
+    if request.param == "sorted keys":
+        monkeypatch.setattr(EdgeSet, "COPY_LIMIT", 2**62)
+    if request.param == "csr rows":
+        monkeypatch.setattr(EdgeSet, "COPY_LIMIT", 0)
     return request.param
 
 
@@ -63,6 +68,7 @@ def test_a_set_on_a_csr_answers_as_the_set_of_its_edges(lookup):
     adj, _ = build_adjacency(edges, n)
     on_csr, of_edges = EdgeSet.from_csr(adj, undirected=True), EdgeSet(edges, n, undirected=True)
     assert (on_csr.table is not None) == (lookup == "dense table")
+    assert (on_csr.rows is not None) == (lookup == "csr rows")
     nodes = torch.arange(n)
     query = torch.cat([torch.randint(n, (5000, 2), generator=generator), edges, edges.flip(1),
                        torch.stack([nodes, torch.full((n,), n - 1)], 1),
