@@ -96,8 +96,7 @@ def time_steps(graph: BenchGraph, mode: str, steps: int) -> dict:
     config = PLNLPConfig.from_mapping({**graph.preset, **MODES[mode], "dataset": info.name})
     model = build_model(config, info, num_nodes)
     optimizer = build_optimizer(model, config)
-    sampler = build_negative_sampler(config, EdgeSet(positives, num_nodes, undirected=True),
-                                     degree)
+    sampler = build_negative_sampler(config, EdgeSet.from_csr(adj, undirected=True), degree)
     neighbors = None if config.fanouts is None else NeighborSampler(adj, config.fanouts)
     options = StepOptions.from_config(config)
     generator = torch.Generator().manual_seed(0)

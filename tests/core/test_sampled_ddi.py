@@ -32,19 +32,21 @@ CAP_GIB = 1.25
 def test_sampled_ddi_cpu_recipe_is_within_a_few_points_of_full_batch_at_the_same_epochs(
         ddi_root):
     """The ddi ``cpu`` preset (SAGE 2x64, MLP 2x64, batches of 65,536,
-    evaluated every epoch) for 25 epochs, full batch and with ``fanouts:
+    evaluated every epoch) for 20 epochs, full batch and with ``fanouts:
     [15, 10]``, everything else equal (seed 0): the sampled run's test
     Hits@20 at its best validation epoch (OGB's protocol) is at most 6
     points below full batch's.
 
-    Measured (2 threads, as this test runs): full batch 20.13, sampled
-    18.94 (-1.2). With one thread each, seeds 0, 1, 2: full 15.10, 14.11,
-    21.68 against sampled 15.68, 15.51, 22.79 (+0.6, +1.4, +1.1). At 25
-    epochs ddi's test Hits@20 is young and jumpy: one seed alone spans 7
-    points (14.1 to 21.7), and the same three pairs cut at 15 to 25
-    epochs (each cut re-rolls which epoch validation picks, as another
-    machine's float order would) differ by -6.0 to +2.7 (standard
-    deviation 2.7). 6 points covers every gap seen yet stays below one
+    Measured (2 threads, as this test runs): at 20 epochs full batch 15.14,
+    sampled 13.14 (-2.0); at 25, 20.13 against 18.94 (-1.2), which cost
+    two more minutes of the suite. With one thread each, seeds 0, 1, 2 at
+    25 epochs: full 15.10, 14.11, 21.68 against sampled 15.68, 15.51, 22.79
+    (+0.6, +1.4, +1.1); cut at 20 epochs the same pairs differ by -0.4,
+    -2.1 and +2.7. At these epochs ddi's test Hits@20 is young and jumpy:
+    one seed alone spans 7 points (14.1 to 21.7), and the same three pairs
+    cut at 15 to 25 epochs (each cut re-rolls which epoch validation
+    picks, as another machine's float order would) differ by -6.0 to +2.7
+    (standard deviation 2.7). 6 points covers every gap seen yet stays below one
     mode's seed spread; a sampled run that barely trained lands far under
     it (both ways ranked 2 to 5 % in their first 4 epochs). More epochs are
     no steadier (seed 0 at 45 epochs: 28.5 against 23.4).
@@ -53,8 +55,8 @@ def test_sampled_ddi_cpu_recipe_is_within_a_few_points_of_full_batch_at_the_same
     all seeds of a 65,536-pair batch, so a sampled step encodes every
     node over 15 neighbours instead of about 500, but the MLP over 262,144
     pairs dominates a step, and sampling adds about 0.2 s of a 1.3 s
-    step). This test took 832 s on 2 cores shared with other jobs (load
-    average 2 to 4.6).
+    step). At 20 epochs this test took 655 s on 2 cores shared with other
+    work (607 s idle at 25 epochs).
     """
     split = load_ogb(DATASETS.get("ddi"), ddi_root)
     hits = {}
@@ -92,7 +94,7 @@ def capped_steps(mode: str) -> None:
     info = DatasetInfo("powerlaw", "powerlaw", "auc", False, 0)
     model = build_model(config, info, CAP_NODES)
     optimizer = build_optimizer(model, config)
-    sampler = build_negative_sampler(config, EdgeSet(edges, CAP_NODES, undirected=True), degree)
+    sampler = build_negative_sampler(config, EdgeSet.from_csr(adj, undirected=True), degree)
     neighbors = None if config.fanouts is None else NeighborSampler(adj, config.fanouts)
     options = StepOptions.from_config(config)
     generator = torch.Generator().manual_seed(0)
