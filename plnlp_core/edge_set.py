@@ -68,6 +68,19 @@ class EdgeSet:
     def _encode(self, pairs: Tensor) -> Tensor:
         return pairs[:, 0].long() * self.num_nodes + pairs[:, 1].long()
 
+    @property
+    def device(self) -> torch.device:
+        """Where the set lives, and its queries must."""
+        return self.keys.device if self.rows is None else self.rows[1].device
+
+    def endpoints(self) -> tuple[Tensor, Tensor]:
+        r"""Every pair's :math:`u` and :math:`v`, in order (made anew)."""
+        if self.rows is None:
+            return self.keys.div(self.num_nodes, rounding_mode="floor"), self.keys % self.num_nodes
+        crow, col = self.rows
+        return torch.repeat_interleave(torch.arange(self.num_nodes, device=col.device),
+                                       crow.diff()), col.clone()
+
     def to(self, device: torch.device | str) -> "EdgeSet":
         """Moves the set to ``device``, where queries must live too."""
         if self.rows is not None:
@@ -100,10 +113,11 @@ class EdgeSet:
         crow, col = self.rows
         if col.numel() == 0:
             return torch.zeros_like(keys, dtype=torch.bool)
-        u, v = keys.div(self.num_nodes, rounding_mode="floor"), keys % self.num_nodes
+        flat = keys.reshape(-1)
+        u, v = flat.div(self.num_nodes, rounding_mode="floor"), flat % self.num_nodes
         low, end = crow[u], crow[u + 1]
-        active = torch.arange(keys.numel(), device=keys.device)
         high = end.clone()
+        active = (low < high).nonzero().squeeze(1)
         while active.numel():  # the first place in each row whose column is >= v
             a_low, a_high = low[active], high[active]
             middle = (a_low + a_high) // 2
@@ -112,7 +126,8 @@ class EdgeSet:
             a_high = torch.where(below, a_high, middle)
             low[active], high[active] = a_low, a_high
             active = active[a_low < a_high]
-        return (low < end) & (col[low.clamp(max=col.numel() - 1)] == v)
+        found = (low < end) & (col[low.clamp(max=col.numel() - 1)] == v)
+        return found.view(keys.shape)
 
     def __len__(self) -> int:
         return self.keys.numel() if self.rows is None else self.rows[1].numel()

@@ -39,11 +39,11 @@ class AdversarialSampler(ModelGuidedSampler):
     def __init__(self, edge_set: EdgeSet, degree: Tensor, pool_size: int, dim: int = 64,
                  lr: float = 0.01, baseline_momentum: float = 0.9) -> None:
         super().__init__(edge_set, degree, pool_size)
-        self.embedding = nn.Embedding(edge_set.num_nodes, dim).to(edge_set.keys.device)
+        self.embedding = nn.Embedding(edge_set.num_nodes, dim).to(edge_set.device)
         nn.init.normal_(self.embedding.weight, std=0.1)
         self.optimizer = torch.optim.Adam(self.embedding.parameters(), lr=lr)
         self.baseline_momentum = baseline_momentum
-        self.baseline = torch.zeros((), device=edge_set.keys.device)
+        self.baseline = torch.zeros((), device=edge_set.device)
 
     def choose(self, pool: Tensor, generator: torch.Generator | None) -> Tensor:
         self.embedding.to(pool.device)

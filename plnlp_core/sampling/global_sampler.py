@@ -60,4 +60,4 @@ class GlobalSampler(NegativeSampler):
         return found
 
     def _rejected_on_cpu(self, pairs: Tensor) -> Tensor:
-        return self.rejected(pairs.to(self.edge_set.keys.device)).cpu()
+        return self.rejected(pairs.to(self.edge_set.device)).cpu()

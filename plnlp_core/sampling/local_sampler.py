@@ -39,8 +39,7 @@ class LocalSampler(NegativeSampler):
     def rejection_chances(self) -> tuple[Tensor, Tensor]:
         """Per anchor: the weight of its out-neighbours and itself among all
         nodes; anchors come as often as they have edges."""
-        keys = self.edge_set.keys.cpu()
-        src, dst = keys // self.num_nodes, keys % self.num_nodes
+        src, dst = (part.cpu() for part in self.edge_set.endpoints())
         weight = torch.ones(self.num_nodes, dtype=torch.double) if self.probs is None \
             else self.probs.cpu()
         taken = weight.clone().index_add_(0, src, weight[dst])
@@ -64,7 +63,7 @@ class LocalSampler(NegativeSampler):
     def _verified_non_neighbours(self, rounds: int = 64) -> Tensor:
         """One non-neighbour per node: random draws, then, for the few nodes
         they missed, every node in turn."""
-        n, device = self.num_nodes, self.edge_set.keys.device
+        n, device = self.num_nodes, self.edge_set.device
         found = torch.full((n,), -1, dtype=torch.long)
         generator = torch.Generator().manual_seed(0)
         nodes = torch.arange(n)

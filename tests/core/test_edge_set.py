@@ -65,6 +65,7 @@ def test_a_set_on_a_csr_answers_as_the_set_of_its_edges(lookup):
     edges = torch.cat([torch.randint(n - 2, (900, 2), generator=generator),
                        torch.tensor([[0, 5], [n - 1, 7]]),  # node n - 2 has no edge
                        torch.stack([torch.full((60,), 9), torch.arange(60)], 1)])
+    n += 3  # three nodes without edges last
     adj, _ = build_adjacency(edges, n)
     on_csr, of_edges = EdgeSet.from_csr(adj, undirected=True), EdgeSet(edges, n, undirected=True)
     assert (on_csr.table is not None) == (lookup == "dense table")
@@ -74,7 +75,11 @@ def test_a_set_on_a_csr_answers_as_the_set_of_its_edges(lookup):
                        torch.stack([nodes, torch.full((n,), n - 1)], 1),
                        torch.stack([nodes, torch.zeros(n, dtype=torch.long)], 1)])
     assert torch.equal(on_csr.contains(query), of_edges.contains(query))
+    keys = (query[:, 0] * n + query[:, 1]).view(-1, 10)  # a sampler's rows of candidates
+    assert torch.equal(on_csr.contains_keys(keys), of_edges.contains_keys(keys))
     assert len(on_csr) == len(of_edges)
+    assert all(torch.equal(a, b) for a, b in zip(on_csr.endpoints(), of_edges.endpoints(),
+                                                 strict=True))
 
 
 def test_a_set_on_an_empty_csr_contains_nothing():

@@ -27,9 +27,20 @@ def edge_pairs(edges: torch.Tensor) -> set[tuple[int, int]]:
     return {(u, v) for u, v in edges.tolist()} | {(v, u) for u, v in edges.tolist()}
 
 
+@pytest.fixture(autouse=True, params=["edge keys", "csr rows"])
+def csr_rows(request, monkeypatch) -> bool:
+    """Every test runs with the known edges as a key array of their own
+    and as the rows of the training CSR, searched in place."""
+    if request.param == "csr rows":
+        monkeypatch.setattr(EdgeSet, "DENSE_LIMIT", 0)
+        monkeypatch.setattr(EdgeSet, "COPY_LIMIT", 0)
+    return request.param == "csr rows"
+
+
 def make_sampler(name: str, edges: torch.Tensor, degree_power: float = 0.0):
-    _, degree = build_adjacency(edges, NUM_NODES)
-    edge_set = EdgeSet(edges, NUM_NODES, undirected=True)
+    adj, degree = build_adjacency(edges, NUM_NODES)
+    edge_set = EdgeSet.from_csr(adj, undirected=True) if EdgeSet.COPY_LIMIT == 0 else \
+        EdgeSet(edges, NUM_NODES, undirected=True)
     settings = PLNLPConfig(degree_power=degree_power)
     return build_negative_sampler(settings.replace(sampler=name), edge_set, degree)
 
