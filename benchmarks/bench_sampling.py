@@ -14,7 +14,10 @@ preset's (pipelines/presets/own.yaml: SAGE 2x64, embedding 64, MLP 2x64,
 3 shared global negatives); full batch runs it with ``fanouts: null`` and
 batches of 65,536 positives (the ``node`` preset's), sampled with
 ``fanouts: [15, 10]`` and batches of 2,048. A step's seconds are the median
-of ``--steps`` steps after one warm-up. Each mode's process has its data
+of ``--steps`` steps after one warm-up; the peak is the process's
+resident memory at its highest (the graph's build included), and a step's
+memory what the steps after the warm-up added to what the process held
+before them (the graph, the model and the optimiser's state). Each mode's process has its data
 segment capped at ``--cap-gib`` (``RLIMIT_DATA``), so that a full batch
 too large for the machine fails its own allocation rather than wake the
 kernel's OOM killer among other processes; a mode that fails to allocate,
@@ -32,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import NamedTuple
 
 import torch
@@ -100,8 +104,10 @@ def time_steps(graph: BenchGraph, mode: str, steps: int) -> dict:
     neighbors = None if config.fanouts is None else NeighborSampler(adj, config.fanouts)
     options = StepOptions.from_config(config)
     generator = torch.Generator().manual_seed(0)
-    seconds = []
-    for _ in range(steps + 1):
+    seconds, held = [], 0
+    for step in range(steps + 1):
+        if step == 1:  # past the warm-up, which made the optimiser's state
+            held = reset_peak_memory()
         index = torch.randint(positives.size(0), (config.batch_size,), generator=generator)
         start = time.perf_counter()
         batch = draw_batch(positives[index], None, sampler, config.num_neg, "shared", generator)
@@ -114,7 +120,26 @@ def time_steps(graph: BenchGraph, mode: str, steps: int) -> dict:
     return {"step_s": step, "s_per_million_positives": step / config.batch_size * 1e6,
             "batch_size": config.batch_size, "nodes": num_nodes,
             "edges": int(positives.size(0)),
-            "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
+            "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+            "step_gib": (memory_kib("VmHWM") - held) / 2**20 if held else None}
+
+
+def reset_peak_memory() -> int:
+    """Resets this process's peak resident memory (``VmHWM``) to what it
+    holds now, and returns that, in KiB (0 where the kernel allows no reset)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return 0
+    return memory_kib("VmRSS")
+
+
+def memory_kib(field: str) -> int:
+    """A ``/proc/self/status`` memory field, in KiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"/proc/self/status has no {field}")
 
 
 def measure(graph: str, nodes_per_edge: float, mode: str, steps: int,
@@ -161,8 +186,8 @@ def main() -> None:
         return
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     print("| graph | training edges | nodes | mode | batch | s a step | s per 1M positives "
-          "| peak GiB |")
-    print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+          "| peak GiB | a step's GiB |")
+    print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     for text in ["ppa"] if args.ppa else args.edges.split(","):
         for mode in MODES:
             print(_row(text, mode, args), flush=True)
@@ -172,11 +197,16 @@ def _row(text: str, mode: str, args: argparse.Namespace) -> str:
     figures = measure(text, args.nodes_per_edge, mode, args.steps, args.cap_gib)
     if "result" in figures:
         print(figures["detail"], file=sys.stderr)
-        return f"| {graph_name(text)} | | | {mode} | | {figures['result']} | | |"
+        return f"| {graph_name(text)} | | | {mode} | | {figures['result']} | | | |"
     return (f"| {graph_name(text)} | {figures['edges']:,} | {figures['nodes']:,} | {mode} "
             f"| {figures['batch_size']:,} "
             f"| {figures['step_s']:.2f} | {figures['s_per_million_positives']:.1f} "
-            f"| {figures['peak_gib']:.1f} |")
+            f"| {figures['peak_gib']:.1f} | {step_memory(figures)} |")
+
+
+def step_memory(figures: dict) -> str:
+    """What the steps added to the process's resident memory, or ``-``."""
+    return "-" if figures.get("step_gib") is None else f"{figures['step_gib']:.2f}"
 
 
 def graph_name(text: str) -> str:
