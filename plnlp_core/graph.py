@@ -62,11 +62,11 @@ def csr_of_pairs(pairs: Tensor, num_nodes: int, both_ways: bool) -> Tensor:
     their columns in order: PyG's ``to_undirected`` and
     ``to_torch_csr_tensor``, built from one sorted array of ``row * N +
     col`` keys, so that about three copies of the pairs are held at the
-    peak rather than PyG's several (a 30M-edge graph's load stage held
-    5.5 GiB)."""
+    peak rather than PyG's several."""
     keys = pairs[:, 0] * num_nodes + pairs[:, 1]
     if both_ways:
         keys = torch.cat([keys, pairs[:, 1] * num_nodes + pairs[:, 0]])
+    del pairs  # freed here when the caller passed a temporary
     keys = keys.unique()
     rows = keys.div(num_nodes, rounding_mode="floor")
     counts = torch.bincount(rows, minlength=num_nodes)

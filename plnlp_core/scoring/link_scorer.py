@@ -200,8 +200,8 @@ class LinkScorer:
 def known_edges(split: LinkSplit) -> Tensor:
     """Every edge ``split`` names (training, validation and test
     positives) as a sparse CSR graph, both ways unless it is directed."""
-    pairs = torch.cat([split.train_pos, split.valid_pos, split.test_pos])
-    return csr_of_pairs(pairs, split.num_nodes, both_ways=not split.info.directed)
+    return csr_of_pairs(torch.cat([split.train_pos, split.valid_pos, split.test_pos]),
+                        split.num_nodes, both_ways=not split.info.directed)
 
 
 def _predictor_only(config: PLNLPConfig, info: DatasetInfo, num_nodes: int,
