@@ -2,7 +2,6 @@
 ogbl-ddi it learns as full batch does in the same epochs, and on a graph
 whose full-batch step does not fit under a memory cap it still trains."""
 import json
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -76,7 +75,7 @@ def capped_steps(mode: str) -> None:
     optimiser, caps the process's data segment at ``CAP_GIB`` past what they
     hold, then takes ``CAP_STEPS`` steps of ``mode``; prints how many steps
     it took and the error that stopped it, as JSON."""
-    from benchmarks.bench_sampling import power_law_edges
+    from benchmarks.bench_sampling import cap_data_segment, memory_kib, power_law_edges
     from plnlp_core.assembly import build_model, build_negative_sampler, build_optimizer
     from plnlp_core.data.datasets import DatasetInfo
     from plnlp_core.edge_set import EdgeSet
@@ -98,8 +97,7 @@ def capped_steps(mode: str) -> None:
     neighbors = None if config.fanouts is None else NeighborSampler(adj, config.fanouts)
     options = StepOptions.from_config(config)
     generator = torch.Generator().manual_seed(0)
-    limit = data_bytes() + int(CAP_GIB * 2**30)
-    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    cap_data_segment(memory_kib("VmData") / 2**20 + CAP_GIB)  # VmData: what RLIMIT_DATA counts
     steps, error = 0, None
     try:
         for _ in range(CAP_STEPS):
@@ -113,15 +111,6 @@ def capped_steps(mode: str) -> None:
     except (MemoryError, RuntimeError) as caught:
         error = f"{type(caught).__name__}: {caught}"
     print(json.dumps({"steps": steps, "error": error}))
-
-
-def data_bytes() -> int:
-    """This process's data segment (``VmData``: private writable mappings,
-    what ``RLIMIT_DATA`` caps), in bytes."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmData:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmData in /proc/self/status")
 
 
 def run_capped(mode: str) -> tuple[int, dict | None, str]:
