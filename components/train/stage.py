@@ -1,6 +1,7 @@
 """Stage ``train``: Ray Train runs PLNLP on N workers (DDP, under a
 ``TorchTrainer``); each worker ranks its share of the positive pairs (see
-:func:`components.train.worker.train_worker`)."""
+:func:`components.train.worker.train_worker`). One worker trains in a Ray
+actor of its own (:mod:`components.train.training_actor`)."""
 import json
 import threading
 from collections.abc import Collection
@@ -8,7 +9,6 @@ from collections.abc import Collection
 import ray.train
 import ray.train.torch
 from ray.exceptions import RayActorError
-from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
 
 from components.artifacts import DatasetArtifact, HeartArtifact, TrainArtifact, WalkArtifact
 from components.recording.epoch_logger import EpochLogger
@@ -21,6 +21,7 @@ from components.train.checkpoints import (
     newest_checkpoint,
 )
 from components.train.startup import mark
+from components.train.training_actor import fit_training_actor
 from components.train.trial_training import train_in_trial
 from components.train.worker import train_worker
 from components.train.workers import WorkerGroup
@@ -53,7 +54,9 @@ def train(
     With ``stop`` (a sweep trial of one worker), trains in this process,
     with no Train worker group (see
     :mod:`components.train.trial_training`); Tune restarts the trial
-    after a failure, and it goes on from its newest checkpoint. ``label``
+    after a failure, and it goes on from its newest checkpoint. Any other
+    run of one worker trains in an actor of its own, with no Train worker
+    group either (see :mod:`components.train.training_actor`). ``label``
     (a sweep's trial) heads each epoch's console line."""
     workers = workers or WorkerGroup()
     loop_config = {
@@ -68,6 +71,9 @@ def train(
     if stop is not None:
         newest = train_in_trial(loop_config, storage / name, callbacks,
                                 workers.cpus_per_worker, workers.use_gpu, stop)
+    elif workers.num_workers == 1:
+        newest = fit_training_actor(loop_config, workers, storage / name, max_failures,
+                                    callbacks)
     else:
         newest = fit_worker_group(loop_config, workers, storage, name, max_failures,
                                   callbacks)
@@ -81,7 +87,7 @@ def train(
 
 def fit_worker_group(loop_config: dict, workers: WorkerGroup, storage: Location, name: str,
                      max_failures: int, callbacks: list[ray.train.UserCallback]) -> str:
-    """Trains with Ray Train's worker group; returns the path of the newest
+    """Trains with Ray Train's DDP worker group; returns the path of the newest
     checkpoint (the one a ``--resume`` that found nothing left to train
     went on from, when Train reported none).
 
@@ -98,9 +104,9 @@ def fit_worker_group(loop_config: dict, workers: WorkerGroup, storage: Location,
         callbacks=callbacks, logging_config=ray.train.LoggingConfig(log_level="WARNING"),
     )
     for attempt in range(max_failures + 1):
-        trainer = trainer_class(workers)(train_worker, train_loop_config=loop_config,
-                                         scaling_config=workers.scaling_config(),
-                                         run_config=run_config)
+        trainer = ray.train.torch.TorchTrainer(train_worker, train_loop_config=loop_config,
+                                               scaling_config=workers.scaling_config(),
+                                               run_config=run_config)
         try:
             result = trainer.fit()
             break
@@ -114,12 +120,3 @@ def fit_worker_group(loop_config: dict, workers: WorkerGroup, storage: Location,
         return newest_checkpoint(storage / name, workers.num_workers)
     return result.checkpoint.path
 
-
-def trainer_class(workers: WorkerGroup) -> type[DataParallelTrainer]:
-    """``TorchTrainer`` for a DDP group; Ray Train's plain data-parallel
-    trainer, the ``TorchTrainer``'s own base, for a single worker, which
-    needs no process group. Without the torch backend the Train controller
-    does not import torch and the worker sets up no gloo or NCCL group: on
-    2 CPU cores an empty function starts 2.8 s sooner, the pipeline's first
-    epoch about 1 s sooner (benchmarks/README.md)."""
-    return ray.train.torch.TorchTrainer if workers.num_workers > 1 else DataParallelTrainer

@@ -212,31 +212,41 @@ def test_a_submitted_job_keeps_its_work_in_the_bucket_and_its_artifacts_in_the_s
 EPOCHS, EVERY = 30, 2
 
 
-def checkpoints_in_bucket(services: Services) -> tuple[int, int]:
+def checkpoints_in_bucket(services: Services, world_size: int) -> tuple[int, int]:
     """The epochs of the newest checkpoint in the bucket that every worker
     finished writing, and of the one Train's controller holds (from the
-    snapshot it keeps beside them); 0 where there is none yet."""
-    from components.train.checkpoints import checkpoint_epoch, stored_checkpoints
+    snapshot it keeps beside them: none for a training actor); 0 where
+    there is none yet."""
+    from components.train.checkpoints import (
+        CHECKPOINT_PREFIX,
+        checkpoint_epoch,
+        stored_checkpoints,
+    )
 
     store = s3_filesystem(services.endpoint)
-    complete, held = [0], [0]
-    for run in bucket_keys(services.endpoint, "work"):
-        if run.endswith("/checkpoint_manager_snapshot.json"):
-            folder = f"work/{run.rsplit('/', 1)[0]}"
-            complete += [found.epoch for found in stored_checkpoints(store, folder, 1)
-                         if found.complete]
+    keys = bucket_keys(services.endpoint, "work")
+    folders = {f"work/{key.split('/' + CHECKPOINT_PREFIX, 1)[0]}" for key in keys
+               if "/" + CHECKPOINT_PREFIX in key}
+    complete = [found.epoch for folder in folders
+                for found in stored_checkpoints(store, folder, world_size) if found.complete]
+    held = [0]
+    for key in keys:
+        if key.endswith("/checkpoint_manager_snapshot.json"):
             try:
-                with store.open_input_stream(f"work/{run}") as stream:
+                with store.open_input_stream(f"work/{key}") as stream:
                     latest = json.loads(stream.read())["latest_checkpoint_result"]
             except (OSError, ValueError, KeyError):  # being written
                 continue
             held.append(checkpoint_epoch(latest["checkpoint_dir_name"]) or 0 if latest else 0)
-    return max(complete), max(held)
+    return max(complete, default=0), max(held)
 
 
-def train_worker_node(services: Services) -> tuple[object, list[psutil.Process]]:
-    """The worker node whose raylet started the Ray Train worker, and that
-    worker's processes."""
+TRAINING_PROCESSES = ("ray::RayTrainWorker", "ray::TrainingActor")
+
+
+def training_node(services: Services) -> tuple[object, list[psutil.Process]]:
+    """A worker node whose raylet started a Ray Train worker or the
+    training actor, and those processes."""
     from ray._private import ray_constants
 
     for node in list(services.cluster.worker_nodes):
@@ -244,54 +254,63 @@ def train_worker_node(services: Services) -> tuple[object, list[psutil.Process]]
         workers = []
         for process in psutil.Process(raylet).children(recursive=True):
             try:
-                if "ray::RayTrainWorker" in " ".join(process.cmdline()):
+                if " ".join(process.cmdline()).startswith(TRAINING_PROCESSES):
                     workers.append(process)
             except psutil.NoSuchProcess:
                 continue
         if workers:
             return node, workers
-    raise AssertionError("no Train worker on a worker node")
+    raise AssertionError("no Train worker or training actor on a worker node")
 
 
 def printed_epochs(log: str) -> dict[str, list[int]]:
-    """The epochs each Train worker printed, by its process id, in order."""
+    """The epochs each training process printed, by its process id, in order."""
     by_worker: dict[str, list[int]] = {}
-    for pid, epoch in re.findall(r"RayTrainWorker pid=(\d+)[^)]*\) epoch (\d+)/", log):
+    for pid, epoch in re.findall(r"(?:RayTrainWorker|TrainingActor) pid=(\d+)[^)]*\) "
+                                 r"epoch (\d+)/", log):
         by_worker.setdefault(pid, []).append(int(epoch))
     return by_worker
 
 
+@pytest.mark.parametrize("workers", [1, 2])  # a training actor; a DDP worker group
 def test_a_lost_node_costs_at_most_the_epochs_since_the_checkpoint_in_the_bucket(
-        services, tmp_path):
-    """Once Train's controller holds a reported checkpoint, the Train
-    worker's node goes as soon as a newer one, not yet reported, is whole in
-    the bucket: the run goes on from that one."""
-    job = f"lost-node-{time.monotonic_ns()}"
-    done = submit(services, [*DOCUMENTED_JOB, "--experiment", "lost-node",
+        services, tmp_path, workers):
+    """The training's node goes as soon as a checkpoint is whole in the
+    bucket (for a worker group, once Train's controller holds a reported
+    one, and a newer one, not yet reported, is whole): the run goes on from
+    that one. A new node replaces the lost one, as an autoscaler would (a
+    group of two needs both nodes' CPUs)."""
+    job = f"lost-node-{workers}-{time.monotonic_ns()}"
+    done = submit(services, [*DOCUMENTED_JOB, "--experiment", f"lost-node-{workers}",
+                             "--num-workers", str(workers),
                              "--set", f"epochs={EPOCHS}", "--set", "max_batches_per_epoch=2",
                              "--set", f"checkpoint_every={EVERY}"],
                   {"RAY_DEDUP_LOGS": "0"}, submission_id=job)
     assert done.returncode == 0, done.stderr[-3000:]
+    replaced = False
     try:
         deadline, held = time.monotonic() + 300, 0
-        while not held or checkpoints_in_bucket(services)[0] <= held:
+        while (workers > 1 and not held) or checkpoints_in_bucket(services, workers)[0] <= held:
             assert time.monotonic() < deadline and job_status(services, job) == "RUNNING", \
                 job_logs(services, job)[-3000:]
             time.sleep(0.2)
-            held = held or checkpoints_in_bucket(services)[1]
-        node, workers = train_worker_node(services)
+            held = held or checkpoints_in_bucket(services, workers)[1]
+        node, processes = training_node(services)
         services.cluster.remove_node(node)
-        assert not psutil.wait_procs(workers, timeout=60)[1]  # nothing more gets written
-        in_bucket = checkpoints_in_bucket(services)[0]
+        assert not psutil.wait_procs(processes, timeout=60)[1]  # nothing more gets written
+        in_bucket = checkpoints_in_bucket(services, workers)[0]
+        add_worker_node(services.cluster)
+        replaced = True
         while job_status(services, job) in ("PENDING", "RUNNING"):
             assert time.monotonic() < deadline + 300, job_logs(services, job)[-3000:]
             time.sleep(1)
     finally:
-        add_worker_node(services.cluster)  # for the tests after this one
+        if not replaced:
+            add_worker_node(services.cluster)  # for the tests after this one
         services.cluster.wait_for_nodes()
     log = job_logs(services, job)
     assert job_status(services, job) == "SUCCEEDED", log[-3000:]
-    (run,) = runs_of(services, "lost-node")
+    (run,) = runs_of(services, f"lost-node-{workers}")
     client = MlflowClient(services.tracking_uri)
     assert run.info.status == "FINISHED"
     logged = sorted(m.step for m in client.get_metric_history(run.info.run_id, "train_loss"))

@@ -1,5 +1,6 @@
-"""Runs that survive: a Train worker killed mid-run restarts from the latest
-checkpoint, and ``--resume`` goes on with a failed run in the same MLflow run."""
+"""Runs that survive: a Train worker of a DDP group, or a one-worker run's
+training actor, killed mid-run restarts from the latest checkpoint, and
+``--resume`` goes on with a failed run in the same MLflow run."""
 import os
 import signal
 import threading
@@ -14,8 +15,9 @@ from pipelines.run import main
 pytestmark = pytest.mark.slow
 
 EPOCHS = 6
-REAL_DDI = ["--dataset", "ddi", "--preset", "smoke", "--num-workers", "2",
+REAL_DDI = ["--dataset", "ddi", "--preset", "smoke",
             "--set", f"epochs={EPOCHS}", "--set", "checkpoint_every=1"]
+TRAINING_PROCESSES = ("ray::RayTrainWorker", "ray::TrainingActor")
 
 
 def run_in_background(argv: list[str]) -> tuple[threading.Thread, dict]:
@@ -40,32 +42,34 @@ def logged_epochs(uri: str) -> list[int]:
 
 
 def own_train_workers() -> list[psutil.Process]:
-    """The Ray Train workers of this suite's Ray: processes its raylet
-    started, never another Ray's on the same machine."""
+    """The Ray Train workers and training actors of this suite's Ray:
+    processes its raylet started, never another Ray's on the same machine."""
     import ray
     from ray._private import ray_constants
 
     node = ray._private.worker._global_node
     raylet = psutil.Process(node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid)
     return [p for p in raylet.children(recursive=True)
-            if "ray::RayTrainWorker" in " ".join(p.cmdline())]
+            if " ".join(p.cmdline()).startswith(TRAINING_PROCESSES)]
 
 
 def kill_a_train_worker_after_epoch(uri: str, epoch: int, timeout: float = 300) -> None:
     """Waits until MLflow holds ``epoch``, then SIGKILLs one of this suite's
-    Ray Train workers."""
+    Ray Train workers or its training actor."""
     deadline = time.monotonic() + timeout
     while max(logged_epochs(uri), default=0) < epoch:
         assert time.monotonic() < deadline, "the run never reached the epoch"
         time.sleep(0.2)
     workers = own_train_workers()
-    assert workers, "no Ray Train worker to kill"
+    assert workers, "no Ray Train worker or training actor to kill"
     os.kill(workers[-1].pid, signal.SIGKILL)
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])  # a training actor; a DDP worker group
 def test_a_killed_worker_restarts_from_the_latest_checkpoint_and_logs_each_epoch_once(
-        ray_session, mlflow_store, ddi_root):
-    thread, outcome = run_in_background([*REAL_DDI, "--data-root", str(ddi_root)])
+        ray_session, mlflow_store, ddi_root, workers):
+    thread, outcome = run_in_background([*REAL_DDI, "--num-workers", workers,
+                                         "--data-root", str(ddi_root)])
     kill_a_train_worker_after_epoch(mlflow_store, 2)
     thread.join(timeout=600)
     assert outcome.get("code") == 0
@@ -83,7 +87,7 @@ def test_a_killed_worker_restarts_from_the_latest_checkpoint_and_logs_each_epoch
 
 def test_resume_goes_on_with_a_failed_run_after_its_last_checkpoint(
         ray_session, mlflow_store, ddi_root):
-    argv = [*REAL_DDI, "--data-root", str(ddi_root)]
+    argv = [*REAL_DDI, "--data-root", str(ddi_root)]  # one worker: its training actor
     thread, outcome = run_in_background([*argv, "--max-failures", "0"])
     kill_a_train_worker_after_epoch(mlflow_store, 2)
     thread.join(timeout=600)
