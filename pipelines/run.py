@@ -131,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     from components.train.startup import mark
+    from components.train.training_actor import training_actor_started
     from pipelines.runtime.console import print_summary, quiet_console
     from pipelines.runtime.job import execute, prepare
 
@@ -139,8 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     mark("ray")
     quiet_console(request.verbose)
-    outcome = execute(plan.experiment, plan.run_name(), request.work_dir,
-                      lambda work: pipeline(plan), plan.run_id, request.verbose)
+    with training_actor_started(request.workers):  # its imports beside the first stages
+        outcome = execute(plan.experiment, plan.run_name(), request.work_dir,
+                          lambda work: pipeline(plan), plan.run_id, request.verbose)
     if outcome is None:
         return 1
     print_summary(*outcome, plan.source.info.main_metric_key)
