@@ -21,6 +21,7 @@ from plnlp_core.errors import PLNLPError, first_line
 GCS_PORT, CLIENT_PORT, DASHBOARD_PORT = 6379, 10001, 8265
 LOCAL_RAY = ("", "auto", "local")
 GCS_PORT_VARIABLE = "RAY_GCS_SERVER_PORT"  # the port a local Ray's GCS takes (Ray 2.60)
+DASHBOARD_VARIABLE = "PLNLP_RAY_DASHBOARD"  # 1: a local Ray starts its dashboard too
 LOCAL_RAY_FIX = "unset RAY_ADDRESS to start a local Ray"
 TOKEN_FIX = ("set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN to the cluster's token (`ray "
              "get-auth-token` on its head node prints it), or save it in ~/.ray/auth_token")
@@ -60,20 +61,26 @@ def start_local_ray(logging_level: int) -> None:
     port, and its workers get that address as ``RAY_ADDRESS``, so that
     Ray's own helpers that look Ray up (Ray Train's placement-group
     cleaner) find this one among several instead of failing with "Found
-    multiple active Ray instances". It runs without the dashboard: its
-    dozen processes took 3 s of a 2-core laptop's start (`ray start
-    --head` and RAY_ADDRESS give one)."""
+    multiple active Ray instances". It runs without the dashboard, whose
+    dozen processes took 3 s of a 2-core laptop's start, unless
+    ``PLNLP_RAY_DASHBOARD=1`` asks for it: it then listens on 127.0.0.1 and
+    its address is printed."""
     port = free_port()
     address = f"{ray.util.get_node_ip_address()}:{port}"
+    dashboard = os.environ.get(DASHBOARD_VARIABLE, "").strip() in ("1", "true", "yes")
     running = set(psutil.Process().children(recursive=True))
     try:
         with mock.patch.dict(os.environ, {GCS_PORT_VARIABLE: str(port)}):
-            ray.init(address="local", ignore_reinit_error=True, logging_level=logging_level,
-                     include_dashboard=False,
-                     runtime_env={"env_vars": {"RAY_ADDRESS": address}})
+            context = ray.init(address="local", ignore_reinit_error=True,
+                               logging_level=logging_level, include_dashboard=dashboard,
+                               dashboard_host="127.0.0.1",
+                               runtime_env={"env_vars": {"RAY_ADDRESS": address}})
     except Exception:
         stop_started_processes(running)
         raise
+    if dashboard and context.dashboard_url:
+        print(f"Ray dashboard  http://{context.dashboard_url} (while this run lasts)",
+              flush=True)
 
 
 def stop_started_processes(running: set[psutil.Process], grace_s: float = 5.0) -> None:
