@@ -79,8 +79,8 @@ def start_local_ray(logging_level: int) -> None:
         stop_started_processes(running)
         raise
     if dashboard and context.dashboard_url:
-        print(f"Ray dashboard  http://{context.dashboard_url} (while this run lasts)",
-              flush=True)
+        print(f"Ray dashboard  http://{context.dashboard_url} while this run lasts (it asks "
+              "for Ray's token: `ray get-auth-token` prints it)", flush=True)
 
 
 def stop_started_processes(running: set[psutil.Process], grace_s: float = 5.0) -> None:
