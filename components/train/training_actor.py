@@ -27,6 +27,9 @@ from components.storage.location import Location
 from components.train.trial_training import train_in_trial
 from components.train.workers import WorkerGroup
 
+_STARTED: dict[WorkerGroup, ray.actor.ActorHandle] = {}
+"""Actors started ahead of their training, by the worker group they are for."""
+
 
 @ray.remote(max_restarts=0)  # the driver starts a new one, from the newest checkpoint
 class TrainingActor:
@@ -78,8 +81,6 @@ def remote_cause(error: ray.exceptions.RayTaskError) -> BaseException:
     error.cause.add_note(str(error))
     return error.cause
 
-_STARTED: dict[WorkerGroup, ray.actor.ActorHandle] = {}
-"""Actors started ahead of their training, by the worker group they are for."""
 
 
 @contextmanager
@@ -101,8 +102,7 @@ def training_actor_started(workers: WorkerGroup) -> Iterator[None]:
 def fits_beside_a_stage(workers: WorkerGroup) -> bool:
     """Whether the cluster has the worker's CPUs and GPU share free, and one CPU more."""
     free = ray.available_resources()
-    wanted = {"CPU": workers.cpus_per_worker + 1,
-              "GPU": workers.gpus_per_worker if workers.use_gpu else 0}
+    wanted = {**workers.per_worker(), "CPU": workers.cpus_per_worker + 1}
     return all(free.get(name, 0) >= amount for name, amount in wanted.items())
 
 
@@ -113,5 +113,5 @@ def new_actor(workers: WorkerGroup) -> ray.actor.ActorHandle:
 
 def actor_resources(workers: WorkerGroup) -> dict[str, float]:
     """``num_cpus`` and ``num_gpus`` of one worker of ``workers``."""
-    return {"num_cpus": workers.cpus_per_worker,
-            "num_gpus": workers.gpus_per_worker if workers.use_gpu else 0}
+    held = workers.per_worker()
+    return {"num_cpus": held["CPU"], "num_gpus": held.get("GPU", 0)}
