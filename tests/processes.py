@@ -10,9 +10,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
+
 from pipelines.runtime.ray_cluster import free_port
 
-__all__ = ["free_port", "pipeline_env", "process_group", "wait_for_http"]
+__all__ = ["free_port", "pipeline_env", "process_group", "training_processes", "wait_for_http"]
+
+TRAINING_PROCESSES = ("ray::RayTrainWorker", "ray::TrainingActor")
 
 
 @contextmanager
@@ -57,3 +61,19 @@ def pipeline_env(tmp_path: Path, **extra: str) -> dict[str, str]:
            if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "MLFLOW_TRACKING_URI")}
     env.update(PLNLP_CACHE_DIR=str(tmp_path / "cache"), PYTHONUNBUFFERED="1", **extra)
     return env
+
+
+def training_processes(node: object) -> list[psutil.Process]:
+    """The Ray Train workers and training actors the raylet of Ray's
+    ``node`` started, never another Ray's on the same machine."""
+    from ray._private import ray_constants
+
+    raylet = node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
+    found = []
+    for process in psutil.Process(raylet).children(recursive=True):
+        try:
+            if " ".join(process.cmdline()).startswith(TRAINING_PROCESSES):
+                found.append(process)
+        except psutil.NoSuchProcess:
+            continue
+    return found

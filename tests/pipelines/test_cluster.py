@@ -23,7 +23,7 @@ from mlflow.tracking import MlflowClient
 
 from tests.conftest import REPO_ROOT
 from tests.object_store import KEYS, bucket_keys, make_bucket, s3_filesystem, s3_server
-from tests.processes import free_port, process_group, wait_for_http
+from tests.processes import free_port, process_group, training_processes, wait_for_http
 
 pytestmark = pytest.mark.slow
 
@@ -241,24 +241,11 @@ def checkpoints_in_bucket(services: Services, world_size: int) -> tuple[int, int
     return max(complete, default=0), max(held)
 
 
-TRAINING_PROCESSES = ("ray::RayTrainWorker", "ray::TrainingActor")
-
-
 def training_node(services: Services) -> tuple[object, list[psutil.Process]]:
     """A worker node whose raylet started a Ray Train worker or the
     training actor, and those processes."""
-    from ray._private import ray_constants
-
     for node in list(services.cluster.worker_nodes):
-        raylet = node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
-        workers = []
-        for process in psutil.Process(raylet).children(recursive=True):
-            try:
-                if " ".join(process.cmdline()).startswith(TRAINING_PROCESSES):
-                    workers.append(process)
-            except psutil.NoSuchProcess:
-                continue
-        if workers:
+        if workers := training_processes(node):
             return node, workers
     raise AssertionError("no Train worker or training actor on a worker node")
 

@@ -11,13 +11,13 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from pipelines.run import main
+from tests.processes import training_processes
 
 pytestmark = pytest.mark.slow
 
 EPOCHS = 6
 REAL_DDI = ["--dataset", "ddi", "--preset", "smoke",
             "--set", f"epochs={EPOCHS}", "--set", "checkpoint_every=1"]
-TRAINING_PROCESSES = ("ray::RayTrainWorker", "ray::TrainingActor")
 
 
 def run_in_background(argv: list[str]) -> tuple[threading.Thread, dict]:
@@ -42,15 +42,10 @@ def logged_epochs(uri: str) -> list[int]:
 
 
 def own_train_workers() -> list[psutil.Process]:
-    """The Ray Train workers and training actors of this suite's Ray:
-    processes its raylet started, never another Ray's on the same machine."""
+    """The Ray Train workers and training actors of this suite's Ray."""
     import ray
-    from ray._private import ray_constants
 
-    node = ray._private.worker._global_node
-    raylet = psutil.Process(node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid)
-    return [p for p in raylet.children(recursive=True)
-            if " ".join(p.cmdline()).startswith(TRAINING_PROCESSES)]
+    return training_processes(ray._private.worker._global_node)
 
 
 def kill_a_train_worker_after_epoch(uri: str, epoch: int, timeout: float = 300) -> None:
