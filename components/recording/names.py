@@ -48,5 +48,8 @@ restarted worker's first report adds the epochs its checkpoint holds after
 the one Train's controller holds (their reports may have died)."""
 WALL_TIME = "wall_time"
 """In an epoch row: when the epoch ended (``time.time()``), MLflow's timestamp."""
+FINAL = "final_report"
+"""True in a run's last report (its last epoch's): the callbacks see every
+epoch into MLflow before they return."""
 RESTORED_FROM = "restored_from_epoch"
 """The epoch a restarted run went on from, in its first report."""

@@ -11,7 +11,7 @@ import ray.train
 import torch
 import torch.distributed as dist
 
-from components.recording.names import EPOCHS, RESTORED_FROM, WALL_TIME
+from components.recording.names import EPOCHS, FINAL, RESTORED_FROM, WALL_TIME
 from components.train.checkpoints import checkpoint_epoch, checkpoint_name, write_checkpoint
 from plnlp_core.training.fitting import EpochResult
 
@@ -57,7 +57,10 @@ class EpochReporter:
     when it is evaluated and reaches one of ``decision_epochs`` (a sweep
     scheduler's rungs, so that Tune decides without delay), when it is the
     first (MLflow shows the run at once), or when :data:`REPORT_INTERVAL_S`
-    have passed.
+    have passed. A session whose reports cost nothing (a training actor's,
+    with no controller: ``reports_each_epoch``) reports every epoch and
+    removes every superseded checkpoint itself; the run's last report is
+    marked ``FINAL`` (its logger returns once MLflow holds every epoch).
 
     Rank 0's reports carry the epochs since the previous one (see
     :mod:`components.recording.names`)
@@ -100,7 +103,7 @@ class EpochReporter:
         self.decision_epochs = sorted(decision_epochs)
         self.startup = startup
         self.pending: list[dict[str, float]] = []
-        self.unreported: list[ray.train.Checkpoint] = []
+        self.removable: list[ray.train.Checkpoint] = []
         self.restored_from: int | None = None
         self.first_epoch = len(self.history) + 1
         self.last_reported_epoch = self.last_checkpoint_epoch = len(self.history)
@@ -121,6 +124,14 @@ class EpochReporter:
         print(f"{self.heading}restarting after epoch {epoch} from its checkpoint",
               file=sys.__stdout__, flush=True)
 
+    def finish(self) -> None:
+        """After the training: reports a restart that found nothing left to
+        train (``--resume`` of a run whose last checkpoint is its last
+        epoch's), so that the epochs its checkpoint holds and MLflow lacks
+        (their reports died, or the tracking server was away) get there."""
+        if self.restored_from is not None and self.history:
+            self._report(self.history[-1])
+
     def __call__(self, result: EpochResult) -> None:
         now = time.time()
         if self.startup is not None:
@@ -139,8 +150,9 @@ class EpochReporter:
         checkpoint = self._save(result) if decision & SAVE else None
         if decision & METRICS:
             self._report(metrics, checkpoint)
-        elif checkpoint is not None and self.rank == 0:
-            self.unreported.append(checkpoint)
+        if checkpoint is not None and self.rank == 0 and not (
+                decision & METRICS and self.session.removes_reported_checkpoints):
+            self.removable.append(checkpoint)
         self.session.after_epoch()
 
     def _decide(self, result: EpochResult) -> int:
@@ -151,7 +163,8 @@ class EpochReporter:
         due = result.epoch - self.last_checkpoint_epoch >= self.checkpoint_every
         decides = bool(result.metrics) and any(
             self.last_reported_epoch < epoch <= result.epoch for epoch in self.decision_epochs)
-        reports = decides or since >= REPORT_INTERVAL_S or (due and since >= REPORT_GAP_S)
+        reports = self.session.reports_each_epoch or decides or since >= REPORT_INTERVAL_S \
+            or (due and since >= REPORT_GAP_S)
         return (SAVE if due else NO_REPORT) | (METRICS if reports else NO_REPORT)
 
     def _save(self, result: EpochResult) -> ray.train.Checkpoint:
@@ -166,21 +179,21 @@ class EpochReporter:
         return saved
 
     def _remove_superseded(self) -> None:
-        """Removes the unreported checkpoints older than the latest one
-        (Train's controller removes the reported ones it supersedes)."""
-        for checkpoint in list(self.unreported):
+        """Removes the checkpoints older than the latest one, but those
+        Train's controller removes itself (the reported ones it supersedes)."""
+        for checkpoint in list(self.removable):
             if checkpoint_epoch(checkpoint.path) < self.last_checkpoint_epoch:
                 try:
                     checkpoint.filesystem.delete_dir(checkpoint.path)
                 except OSError:
                     pass  # left for the run's folder to be removed with
-                self.unreported.remove(checkpoint)
+                self.removable.remove(checkpoint)
 
     def _report(self, metrics: dict[str, float],
                 checkpoint: ray.train.Checkpoint | None = None) -> None:
         """Reports ``metrics`` with the epochs since the last report, and
         ``checkpoint``, already in the run's storage."""
-        report = {**metrics, EPOCHS: self.pending}
+        report = {**metrics, EPOCHS: self.pending, FINAL: int(metrics["epoch"]) == self.epochs}
         if self.restored_from is not None:
             report[RESTORED_FROM] = self.restored_from
         self.session.report(report, checkpoint)

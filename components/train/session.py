@@ -12,6 +12,7 @@ import ray.train.torch
 import torch
 from ray.train import CheckpointUploadMode
 
+from components.recording.epoch_logger import EpochLogger
 from components.storage.location import Location
 
 
@@ -21,6 +22,9 @@ class TrialStopped(Exception):
 
 class RayTrainSession:
     """A worker of a Ray Train worker group: Train's context, storage and reports."""
+
+    reports_each_epoch = False  # a report waits for the controller's poll: see REPORT_GAP_S
+    removes_reported_checkpoints = True  # the controller keeps the newest reported one
 
     def __init__(self) -> None:
         context = ray.train.get_context()
@@ -69,6 +73,8 @@ class TrialSession:
     """
 
     rank, world_size = 0, 1
+    reports_each_epoch = True  # a report is a call of the callbacks, here
+    removes_reported_checkpoints = False
 
     def __init__(self, storage: Location, callbacks: list[ray.train.UserCallback],
                  use_gpu: bool, stop: threading.Event) -> None:
@@ -98,6 +104,14 @@ class TrialSession:
 
     def device(self) -> torch.device:
         return self._device
+
+    def deliver(self) -> None:
+        """Returns once the callbacks that log (an
+        :class:`~components.recording.epoch_logger.EpochLogger`) have
+        every epoch reported so far in MLflow."""
+        for callback in self.callbacks:
+            if isinstance(callback, EpochLogger):
+                callback.deliver()
 
     def after_epoch(self) -> None:
         """Ends the training once Tune has stopped the trial."""

@@ -8,7 +8,8 @@ them either way), a dead actor (a killed process, a lost node) replaced up
 to ``max_failures`` times by one that goes on from the newest complete
 checkpoint, every epoch logged once (the callbacks run in the actor, and
 :class:`~components.recording.epoch_logger.EpochLogger` skips the epochs
-MLflow holds), and an interrupt of the driver ending the actor.
+MLflow holds), and an interrupt of the driver ending the actor, once the
+epochs it printed are in MLflow.
 
 The actor's process spends most of its start importing torch, PyG and the
 training code (9 s of 12 on a slow 2-core day, against half a second for
@@ -17,12 +18,14 @@ so that those imports go on while the driver opens the MLflow run and
 runs the stages before training."""
 import importlib
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import ray
 import ray.train
 
+from components.recording.epoch_logger import EpochLogger
 from components.storage.location import Location
 from components.train.trial_training import train_in_trial
 from components.train.workers import WorkerGroup
@@ -31,7 +34,15 @@ _STARTED: dict[WorkerGroup, ray.actor.ActorHandle] = {}
 """Actors started ahead of their training, by the worker group they are for."""
 
 
-@ray.remote(max_restarts=0)  # the driver starts a new one, from the newest checkpoint
+INTERRUPT_DELIVERY_S = 15.0
+"""Seconds an interrupted driver gives its actor to log the epochs it has
+reported (well within the 30 s a Kubernetes pod gets between SIGTERM and
+SIGKILL)."""
+
+
+# The driver starts a new one, from the newest checkpoint; two threads, so
+# that ``deliver`` answers while ``train`` runs.
+@ray.remote(max_restarts=0, max_concurrency=2)
 class TrainingActor:
     """The process one worker's training runs in."""
 
@@ -40,11 +51,19 @@ class TrainingActor:
         # loads beside the training's start instead of after its first epoch.
         threading.Thread(target=importlib.import_module, args=("mlflow.tracking",),
                          daemon=True).start()
+        self.loggers: list[EpochLogger] = []
 
     def train(self, loop_config: dict, folder: Location,
               callbacks: list[ray.train.UserCallback], cpus: int, use_gpu: bool) -> str:
         """:func:`~components.train.trial_training.train_in_trial`, never stopped early."""
+        self.loggers = [callback for callback in callbacks if isinstance(callback, EpochLogger)]
         return train_in_trial(loop_config, folder, callbacks, cpus, use_gpu, threading.Event())
+
+    def deliver(self, timeout: float) -> bool:
+        """Waits at most ``timeout`` seconds for every epoch reported so far
+        to be in MLflow; whether they are."""
+        deadline = time.monotonic() + timeout
+        return all(logger.wait(max(0.0, deadline - time.monotonic())) for logger in self.loggers)
 
 
 def fit_training_actor(loop_config: dict, workers: WorkerGroup, folder: Location,
@@ -69,8 +88,22 @@ def fit_training_actor(loop_config: dict, workers: WorkerGroup, folder: Location
                   flush=True)
         except ray.exceptions.RayTaskError as error:
             raise remote_cause(error) from None
+        except KeyboardInterrupt:
+            delivered_before_the_end(actor)
+            raise
         finally:
             ray.kill(actor, no_restart=True)
+
+
+def delivered_before_the_end(actor: ray.actor.ActorHandle) -> bool:
+    """Gives an interrupted run's ``actor`` :data:`INTERRUPT_DELIVERY_S`
+    to put the epochs it printed into MLflow before it is killed; whether
+    it did."""
+    try:
+        return ray.get(actor.deliver.remote(INTERRUPT_DELIVERY_S),
+                       timeout=INTERRUPT_DELIVERY_S + 5)
+    except ray.exceptions.RayError:  # it died, or did not answer
+        return False
 
 
 def remote_cause(error: ray.exceptions.RayTaskError) -> BaseException:

@@ -9,7 +9,7 @@ import torch
 
 from components.storage.location import Location
 from components.train.checkpoints import newest_checkpoint
-from components.train.session import TrialSession
+from components.train.session import TrialSession, TrialStopped
 from components.train.worker import train_with
 
 
@@ -20,8 +20,14 @@ def train_in_trial(loop_config: dict, folder: Location, callbacks: list[ray.trai
     ``use_gpu``), checkpointing into ``folder`` (where Ray Train would);
     ``callbacks`` see each report. A restarted trial goes on from the
     newest complete checkpoint there; ``stop`` ends the training after the
-    current epoch (:class:`~components.train.session.TrialStopped`).
+    current epoch (:class:`~components.train.session.TrialStopped`), once
+    every epoch it reported is logged.
     Returns the path of the newest checkpoint, in ``folder``'s file system."""
     torch.set_num_threads(cpus)
-    train_with(loop_config, TrialSession(folder, callbacks, use_gpu, stop))
+    session = TrialSession(folder, callbacks, use_gpu, stop)
+    try:
+        train_with(loop_config, session)
+    except TrialStopped:
+        session.deliver()  # the epochs since its last report
+        raise
     return newest_checkpoint(folder, world_size=1)

@@ -82,6 +82,7 @@ def train_with(loop_config: dict, session: "RayTrainSession | TrialSession") -> 
     if resume is not None:
         reporter.restarted(resume.epoch, delivered)
     result = run_experiment(experiment, on_epoch=reporter, resume=resume)
+    reporter.finish()
     export_dir = loop_config.get("export_dir")
     if rank == 0 and export_dir is not None:
         heart = loop_config.get("heart")

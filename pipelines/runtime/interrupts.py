@@ -156,19 +156,22 @@ def end_runs_killed(reason: str, since: float | None = None) -> str | None:
     and the epoch it reached (``interrupted_at_epoch``, see
     :func:`epoch_reached`, else its runs', 0 if none), but a sweep's run:
     its trials ran side by side, each to its own epoch. Returns what became
-    of the outermost run and how to go on: ``run <id> KILLED at epoch <n>;
-    go on with: ...``, or for a sweep how many trials ended."""
-    outermost, reached = None, 0
+    of the outermost run and how to go on: ``run <id> KILLED at epoch <n>,
+    logged through epoch <m>; go on with: ...`` (``m``: the last epoch
+    MLflow holds, of the run or the run it was stopped in), or for a sweep
+    how many trials ended."""
+    outermost, reached, logged = None, 0, 0
     while (run := active_run_info()) is not None:
         run_id = run.run_id
         reached = max(reached, epoch_reached(run_id),
                       _kill_stopped_children(run_id, reason, since))
+        logged = max(logged, last_logged_epoch(run_id))
         sweep = TUNE_STATE_TAG in get_run(run_id).data.tags
         end_run("KILLED", {FAILURE_TAG: reason} if sweep
                 else {FAILURE_TAG: reason, INTERRUPTED_TAG: reached})
         outermost = _sweep_killed(run_id) if sweep else (
-            f"run {run_id} KILLED at epoch {reached}; go on with: python pipelines/run.py "
-            f"--resume {run_id}")
+            f"run {run_id} KILLED at epoch {reached}, logged through epoch {logged}; go on "
+            f"with: python pipelines/run.py --resume {run_id}")
     return outermost
 
 
@@ -192,6 +195,11 @@ def epoch_reached(run_id: str) -> int:
     storage = run.data.tags.get(CHECKPOINTS_TAG)
     if storage:
         return resumable_epoch(Location(storage), int(run.data.params.get("num_workers", 1)))
+    return last_logged_epoch(run_id)
+
+
+def last_logged_epoch(run_id: str) -> int:
+    """The largest step of the run's ``train_loss`` history, 0 if none."""
     return max((int(m.step) for m in metric_history(run_id, "train_loss")), default=0)
 
 

@@ -10,7 +10,7 @@ import torch
 from pyarrow.fs import LocalFileSystem
 
 import components.train.epoch_reporter as reporting
-from components.recording.names import EPOCHS, RESTORED_FROM
+from components.recording.names import EPOCHS, FINAL, RESTORED_FROM
 from components.storage.location import Location
 from components.train.checkpoints import checkpoint_name, stored_checkpoints, write_checkpoint
 from components.train.epoch_reporter import (
@@ -41,8 +41,17 @@ def clock(monkeypatch) -> Clock:
     return clock
 
 
+class ControllerSession(TrialSession):
+    """A worker whose reports go to Ray Train's controller (as a
+    :class:`~components.train.session.RayTrainSession`'s do): spaced, and
+    the reported checkpoints the controller's to remove."""
+
+    reports_each_epoch = False
+    removes_reported_checkpoints = True
+
+
 def reporter(checkpoint_every: int, decision_epochs=(), session=None) -> EpochReporter:
-    session = session or TrialSession(Location("/nonexistent"), [], False, threading.Event())
+    session = session or ControllerSession(Location("/nonexistent"), [], False, threading.Event())
     return EpochReporter(session, epochs=50, checkpoint_every=checkpoint_every,
                          main_metric="hits_20", decision_epochs=decision_epochs)
 
@@ -123,7 +132,14 @@ class Recorder(ray.train.UserCallback):
 
 @pytest.fixture
 def session(tmp_path: Path) -> TrialSession:
-    """A worker training alone, its storage under ``tmp_path``."""
+    """A Train worker, its storage under ``tmp_path``."""
+    return ControllerSession(Location(tmp_path), [Recorder()], use_gpu=False,
+                             stop=threading.Event())
+
+
+@pytest.fixture
+def alone(tmp_path: Path) -> TrialSession:
+    """A worker training alone in its actor, its storage under ``tmp_path``."""
     return TrialSession(Location(tmp_path), [Recorder()], use_gpu=False, stop=threading.Event())
 
 
@@ -153,6 +169,34 @@ def test_every_checkpoint_every_th_epoch_is_in_storage_whether_reported_or_not(
     assert [(r["epoch"], r["checkpoint"]) for r in train_run] == [
         (1, None), (10, checkpoint_name(10)), (12, checkpoint_name(12))]
     assert [row["epoch"] for r in train_run for row in r[EPOCHS]] == list(range(1, 13))
+
+
+def test_a_worker_alone_reports_every_epoch_and_keeps_only_its_newest_checkpoint(
+        tmp_path, clock, alone, capsys):
+    every_other = reporter(checkpoint_every=2, session=alone)
+    every_other.epochs = 7
+    run_epochs(every_other, range(1, 8), clock, seconds=0.1)
+    reports = alone.callbacks[0].reports
+    assert [[row["epoch"] for row in r[EPOCHS]] for r in reports] == [[e] for e in range(1, 8)]
+    assert [r[FINAL] for r in reports] == [False] * 6 + [True]
+    assert [r["checkpoint"] for r in reports if r["checkpoint"]] == [
+        checkpoint_name(e) for e in (2, 4, 6, 7)]
+    stored = stored_checkpoints(LocalFileSystem(), str(tmp_path), world_size=1)
+    assert sorted(c.epoch for c in stored) == [6, 7]  # 6 goes at the call after 7
+
+
+def test_a_restart_with_nothing_left_to_train_reports_what_its_checkpoint_holds(
+        clock, alone, capsys):
+    history = [{"epoch": e, "train_loss": 1.0} for e in range(1, 6)]
+    ended = EpochReporter(alone, epochs=5, checkpoint_every=2, main_metric="hits_20",
+                          history=history, epoch_ends=[float(e) for e in range(5)])
+    ended.restarted(5)
+    ended.finish()
+    (report,) = alone.callbacks[0].reports
+    assert [row["epoch"] for row in report[EPOCHS]] == [1, 2, 3, 4, 5]
+    assert report[FINAL] and report[RESTORED_FROM] == 5
+    reporter(checkpoint_every=2, session=alone).finish()  # no restart: nothing more
+    assert len(alone.callbacks[0].reports) == 1
 
 
 def test_a_restart_reports_again_the_epochs_after_the_controllers_checkpoint(

@@ -1292,8 +1292,8 @@ def test_an_interrupt_kills_the_active_runs_with_the_epoch_reached(signum, mlflo
     runs = {r.info.run_name: r for r in client.search_runs(
         [client.get_experiment_by_name("interrupts").experiment_id])}
     parent = runs['two-seeds'].info.run_id
-    assert f"run {parent} KILLED at epoch 3; go on with: python pipelines/run.py --resume " \
-           f"{parent})" in err
+    assert f"run {parent} KILLED at epoch 3, logged through epoch 3; go on with: python " \
+           f"pipelines/run.py --resume {parent})" in err
     assert {name: r.info.status for name, r in runs.items()} == {
         "two-seeds": "KILLED", "seed-0": "FINISHED", "seed-1": "KILLED"}
     for name in ("two-seeds", "seed-1"):
@@ -1318,8 +1318,8 @@ def test_an_interrupt_swallowed_by_a_library_still_kills_the_run(mlflow_store, n
     assert exited.value.code == 130
     run = only_run(mlflow_store, "swallowed")
     assert run.info.status == "KILLED" and run.data.tags[INTERRUPTED_TAG] == "2"
-    assert f"KILLED at epoch 2; go on with: python pipelines/run.py --resume {run.info.run_id})" \
-        in capsys.readouterr().err
+    assert f"KILLED at epoch 2, logged through epoch 2; go on with: python pipelines/run.py " \
+           f"--resume {run.info.run_id})" in capsys.readouterr().err
 
 
 def test_an_interrupted_sweep_says_how_many_trials_ended_and_how_to_go_on(
@@ -1436,8 +1436,9 @@ def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_i
     assert killed.data.tags[FAILURE_TAG] == "interrupted by SIGINT (Ctrl-C)"
     epoch = int(killed.data.tags[INTERRUPTED_TAG])
     assert epoch == checkpointed_epoch(killed)
-    assert err[0].endswith(f"KILLED at epoch {epoch}; go on with: python pipelines/run.py "
-                           f"--resume {killed.info.run_id})")
+    assert f"KILLED at epoch {epoch}, logged through epoch " in err[0]
+    assert err[0].endswith(f"; go on with: python pipelines/run.py --resume "
+                           f"{killed.info.run_id})")
     assert 1 <= epoch < 40
 
     folder = tmp_path / "job-folder"
@@ -1466,11 +1467,16 @@ def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_i
 def test_sigterm_to_the_driver_during_training_kills_the_run_with_the_epoch_reached(
         ddi_root, tmp_path):
     """A job manager's ``kill PID``: SIGTERM to the driver alone, while its
-    Train worker trains."""
+    training actor trains short epochs (a few a second): every epoch printed
+    before the signal is in MLflow once, and the closing line names the
+    last one logged."""
     argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=200",
                                         "max_batches_per_epoch=2", "checkpoint_every=50")
     with process_group(argv, env, tmp_path, tmp_path / "run.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "run.log")
+        time.sleep(1.5)  # epochs printed since the one logged
+        printed = max(int(n) for n in re.findall(r"epoch (\d+)/200",
+                                                 (tmp_path / "run.log").read_text()))
         os.kill(process.pid, signal.SIGTERM)
         code = process.wait(timeout=60)
         assert group_is_gone(process.pid), "Ray outlived the terminated job"
@@ -1485,6 +1491,10 @@ def test_sigterm_to_the_driver_during_training_kills_the_run_with_the_epoch_reac
     assert killed.info.status == "KILLED"
     assert killed.data.tags[INTERRUPTED_TAG] == str(checkpointed_epoch(killed))
     assert killed.data.tags[FAILURE_TAG] == "interrupted by SIGTERM"
+    steps = [m.step for m in MlflowClient(f"sqlite:///{database}").get_metric_history(
+        killed.info.run_id, "train_loss")]
+    assert sorted(steps) == list(range(1, max(steps) + 1)) and max(steps) >= printed > 1
+    assert f"logged through epoch {max(steps)};" in err[0]
 
 # Two runs at once ---------------------------------------------------------------------------
 
