@@ -20,8 +20,9 @@ PATIENCE_S = 3600.0
 that stopped answering (``PLNLP_TRACKING_PATIENCE_S`` sets it); counted
 from the first failed delivery. Training goes on meanwhile however long
 the server is away; what it measured stays in its checkpoints."""
-BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)
-"""Seconds between tries of a failing delivery; the last repeats."""
+BACKOFF_S = (1.0, 2.0, 5.0, 10.0)
+"""Seconds between tries of a failing delivery; the last repeats, but
+:meth:`MetricSender.deliver` tries again at once."""
 PASSING_ERRORS = {"INTERNAL_ERROR", "TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED"}
 """MLflow's error codes for a failure that may pass: the server unreachable
 or answering 5xx (its client raises ``INTERNAL_ERROR`` for both)."""
@@ -61,6 +62,7 @@ class MetricSender:
         self.last_error: str | None = None
         self.failure: str | None = None
         self._thread: threading.Thread | None = None
+        self._hurry = threading.Event()  # set by deliver: end the backoff now
 
     def send(self, delivery: Delivery) -> None:
         """Queues ``delivery``; returns at once."""
@@ -86,6 +88,7 @@ class MetricSender:
         """Waits until every delivery queued so far went through, while the
         server has failed for less than ``patience_s``; else raises
         :class:`MetricsUndelivered`, saying how to deliver them."""
+        self._hurry.set()
         while not self.wait(timeout=1.0):
             with self._changed:
                 gone = self.failure is not None or (
@@ -137,7 +140,8 @@ class MetricSender:
             else:
                 self._answered()
                 return True
-            time.sleep(BACKOFF_S[min(tries, len(BACKOFF_S) - 1)])
+            self._hurry.wait(BACKOFF_S[min(tries, len(BACKOFF_S) - 1)])
+            self._hurry.clear()
             tries += 1
 
     def _failed(self, error: Exception) -> None:

@@ -17,9 +17,10 @@ _TROUBLE = re.compile(r"Error|ERROR|Exception|Traceback|WARNING|Warning|Killed|O
 # Ray Data, and an internal note each Train controller prints at start.
 _BENIGN = re.compile(r"RayDeprecationWarning|PreemptionWatcher|exclude_resources")
 # The product's own lines, printed by the training worker (a sweep's headed
-# by its trial, ``[lr=0.01-num_neg=3] epoch 2/5 ...``).
+# by its trial, ``[lr=0.01-num_neg=3] epoch 2/5 ...``), the stages, and the
+# thread that logs the epochs when the tracking server goes and comes back.
 _OURS = re.compile(r"^(\[[^\]]*\] )?(epoch \d+/\d+|restarting after epoch)"
-                   r"|^(building |reusing cached )")
+                   r"|^(building |reusing cached |MLflow's tracking server )")
 # The first line of a Python traceback; its last is the first line after it
 # that is not indented (the error).
 _TRACEBACK = "Traceback (most recent call last):"

@@ -163,9 +163,9 @@ def end_runs_killed(reason: str, since: float | None = None) -> str | None:
     outermost, reached, logged = None, 0, 0
     while (run := active_run_info()) is not None:
         run_id = run.run_id
-        reached = max(reached, epoch_reached(run_id),
-                      _kill_stopped_children(run_id, reason, since))
-        logged = max(logged, last_logged_epoch(run_id))
+        children_reached, children_logged = _kill_stopped_children(run_id, reason, since)
+        reached = max(reached, epoch_reached(run_id), children_reached)
+        logged = max(logged, last_logged_epoch(run_id), children_logged)
         sweep = TUNE_STATE_TAG in get_run(run_id).data.tags
         end_run("KILLED", {FAILURE_TAG: reason} if sweep
                 else {FAILURE_TAG: reason, INTERRUPTED_TAG: reached})
@@ -203,16 +203,17 @@ def last_logged_epoch(run_id: str) -> int:
     return max((int(m.step) for m in metric_history(run_id, "train_loss")), default=0)
 
 
-def _kill_stopped_children(run_id: str, reason: str, since: float | None) -> int:
+def _kill_stopped_children(run_id: str, reason: str, since: float | None) -> tuple[int, int]:
     """Ends the children of ``run_id`` the interrupt stopped as KILLED;
-    returns their largest epoch."""
+    returns their largest epoch reached, and logged."""
     stopped = [child for child in child_runs(run_id) if child.info.status == "RUNNING" or (
         since is not None and child.info.status == "FAILED"
         and (child.info.end_time or 0) >= int(since * 1000))]
-    reached = 0
+    reached = logged = 0
     for child in stopped:
         epoch = epoch_reached(child.info.run_id)
         end_other_run(child.info.run_id, "KILLED",
                       {FAILURE_TAG: reason, INTERRUPTED_TAG: str(epoch)})
         reached = max(reached, epoch)
-    return reached
+        logged = max(logged, last_logged_epoch(child.info.run_id))
+    return reached, logged

@@ -125,7 +125,11 @@ def execute(
         stop(guard)
     except Exception as error:  # the run is recorded as failed, then the error is shown
         reason = describe_failure(error)
-        mark_failed(reason)
+        try:
+            mark_failed(reason)
+        except Exception as unrecorded:  # the tracking store is away too
+            reason += (f" (and its MLflow run could not be marked FAILED: "
+                       f"{failure_reason(unrecorded)})")
         if verbose:
             traceback.print_exception(error, file=sys.stderr)
         print(f"error: {reason}", file=sys.stderr)

@@ -16,6 +16,8 @@ from pipelines.runtime.console import ForwardedLines, keep_line, runs_table_page
     "restarting after epoch 2 from its checkpoint",
     "[lr=0.05-num_neg=3] restarting after epoch 2 from its checkpoint",
     "building load output /cache/stages/load-6a6f",
+    "MLflow's tracking server answers again after 40 s; the epochs measured meanwhile are "
+    "being logged.",
     "RuntimeError: CUDA out of memory.",
     "Traceback (most recent call last):",
     "WARNING worker.py:1 -- A worker died or was killed",
