@@ -103,7 +103,7 @@ class MetricSender:
             why = f"MLflow refused the run's metrics: {self.failure}"
         else:
             why = (f"the tracking server at {self.tracking_uri} has not answered for "
-                   f"{_minutes(time.time() - self.failing_since)} ({self.last_error})")
+                   f"{spoken_duration(time.time() - self.failing_since)} ({self.last_error})")
         return (f"{why}; every epoch it did not log is kept in the run's checkpoints: once "
                 f"the server answers, go on with `python pipelines/run.py --resume "
                 f"{self.run_id}`, which logs them.")
@@ -157,7 +157,7 @@ class MetricSender:
         with self._changed:
             if self.failing_since is not None:
                 print(f"MLflow's tracking server answers again after "
-                      f"{_minutes(time.time() - self.failing_since)}; the epochs measured "
+                      f"{spoken_duration(time.time() - self.failing_since)}; the epochs measured "
                       f"meanwhile are being logged.", file=sys.__stdout__, flush=True)
             self.failing_since = None
 
@@ -172,6 +172,6 @@ def _first_line(error: Exception) -> str:
     return (str(error).strip().splitlines() or [error.__class__.__name__])[0]
 
 
-def _minutes(seconds: float) -> str:
-    """``45 s`` or ``12 min``."""
+def spoken_duration(seconds: float) -> str:
+    """``45 s``, or ``12 min`` from two minutes on."""
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"

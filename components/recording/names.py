@@ -18,6 +18,10 @@ DATASET_TAG = "plnlp.dataset"
 DATA_ROOT_TAG = "plnlp.data_root"
 WORK_DIR_TAG = "plnlp.work_dir"
 
+# the process that drives a run, and when it was last seen (see driver_presence)
+DRIVER_TAG = "plnlp.driver"  # host:pid
+DRIVER_SEEN_TAG = "plnlp.driver_seen"  # seconds since the epoch
+
 # a run's training checkpoints while it can go on, removed once it finished
 CHECKPOINTS_TAG = "plnlp.checkpoints"
 # a sweep's run, while it can go on: where its Ray Tune state lives

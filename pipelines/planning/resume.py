@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from components.recording.driver_presence import refuse_a_driven_run
 from components.recording.metric_names import run_metrics
 from components.recording.names import CHECKPOINTS_TAG, DATA_ROOT_TAG, DATASET_TAG, WORK_DIR_TAG
 from components.recording.reads import (
@@ -53,6 +54,7 @@ def resumed_run(request: RunRequest, graph: Callable[[str], GraphSource]) -> Run
     if run.info.status == "FINISHED":
         raise PLNLPError(f"run {run_id} has already finished; start a new run instead "
                          "of --resume.")
+    refuse_a_driven_run(run)
     experiment = experiment_name(run.info.experiment_id)
     if request.experiment not in (None, experiment):
         raise PLNLPError(f"run {run_id} is in experiment {experiment!r}, not "

@@ -132,6 +132,7 @@ def resumed_sweep(request: SweepRequest, source: GraphSource) -> tuple[SearchSpa
     rebuilt from what the run recorded, and its experiment's name."""
     from ray import tune
 
+    from components.recording.driver_presence import refuse_a_driven_run
     from components.recording.reads import experiment_name
 
     run = _sweep_run(request.resume)
@@ -146,6 +147,7 @@ def resumed_sweep(request: SweepRequest, source: GraphSource) -> tuple[SearchSpa
     if run.info.status == "FINISHED":
         raise PLNLPError(f"sweep {request.resume} has already finished; start a new sweep instead "
                          "of --resume.")
+    refuse_a_driven_run(run)
     state = run.data.tags.get(TUNE_STATE_TAG)
     if state is None or not tune.Tuner.can_restore(state):
         raise PLNLPError(f"sweep {request.resume} cannot go on: its Ray Tune state is gone "

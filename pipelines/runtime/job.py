@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import ray
 import torch
 
+from components.recording.driver_presence import driver_heartbeat, end_abandoned_runs
 from components.recording.reads import active_run_info, get_run, run_names, tracking_uri
 from components.recording.runs import end_run, mark_training_experiment, open_experiment, start_run
 from components.recording.store import (
@@ -104,19 +105,25 @@ def execute(
     job's result, or ``None`` after marking the run FAILED with the reason
     (printed after the error's traceback when ``verbose``).
     A scratch ``work`` folder is removed afterwards unless ``work_dir``
-    names it. SIGINT or SIGTERM ends the run KILLED and exits 130 or 143
-    (see :func:`pipelines.runtime.interrupts.stop`)."""
+    names it. The run is tagged with this driver and its heartbeat, and
+    runs of ``experiment`` whose driver is gone are first marked FAILED
+    (see :mod:`components.recording.driver_presence`). SIGINT or SIGTERM
+    ends the run KILLED and exits 130 or 143 (see
+    :func:`pipelines.runtime.interrupts.stop`)."""
     guard, work = SignalGuard(), None
     try:
         with guard:
             with tracking_store_lock(tracking_uri()):
                 experiment_id = use_experiment(experiment)  # of two at once, one makes tables
             mark_training_experiment()
+            for line in end_abandoned_runs(experiment_id):
+                print(line, flush=True)
             work = Location(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))
             run = start_run(run_id=run_id, run_name=None if run_id
                             else distinct_run_name(experiment_id, run_name))
             mark("mlflow_run")
-            result = job(work)
+            with driver_heartbeat(run.info.run_id):
+                result = job(work)
             guard.raise_if_received()  # a library that swallowed the interrupt
             if run_id is not None:
                 clear_failure()  # the resumed run finished

@@ -34,6 +34,7 @@ from ray.core.generated import gcs_service_pb2
 import pipelines.runtime.interrupts
 import pipelines.runtime.ray_cluster
 from components.recording.names import (
+    DRIVER_TAG,
     FAILURE_TAG,
     INTERRUPTED_TAG,
     OUTCOME_TAG,
@@ -51,7 +52,7 @@ from pipelines.tune import main as tune_main
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
-from tests.processes import free_port, pipeline_env, process_group
+from tests.processes import TrackingServer, free_port, pipeline_env, process_group
 from tests.standin import write_collab_standin, write_ddi_standin
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -256,6 +257,7 @@ ENTRIES: dict[str, Entry] = {
     "resume-missing-run": resume("there is no MLflow run 0123456789abcdef at sqlite:"),
     "resume-other-dataset": resume("trained collab, not ddi; resume it with --dataset collab."),
     "resume-finished": resume("has already finished; start a new run instead of --resume."),
+    "resume-still-running": resume("is still running (its driver, pid "),
     "resume-other-shape": resume("holds a model of another shape ("),
     "resume-other-experiment": resume("is in experiment 'plnlp-ddi', not 'mine'; drop "
                                       "--experiment to go on with it there."),
@@ -454,6 +456,9 @@ ENTRIES: dict[str, Entry] = {
     "interrupted-sigterm": Entry("interrupted: SIGTERM stopped the job and Ray was shut down "
                                  "(run ", 143, "KILLED",
                                  "test_an_interrupt_kills_the_active_runs_with_the_epoch_reached"),
+    "tracking-away": Entry("has not answered for ", 1, "RUNNING",
+                           "test_a_server_away_past_the_patience_fails_the_run_and_resume_logs_"
+                           "what_it_measured"),
     "interrupted-before-run": Entry("stopped the job and Ray was shut down (no MLflow run had "
                                     "started)", 130, "none",
                                     "test_an_interrupt_before_the_run_records_nothing"),
@@ -1464,6 +1469,45 @@ def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_i
 
 
 @pytest.mark.slow
+def test_a_lost_driver_s_run_is_marked_and_resume_goes_on_from_its_newest_checkpoint(
+        ddi_root, tmp_path):
+    """The driver and its local Ray killed at once (SIGKILL to the group: a
+    head node that went down): MLflow holds the run RUNNING. ``--resume ID``
+    on a fresh Ray says the run was left by a driver that is gone, goes on
+    after the newest complete checkpoint in the work folder, in the same run,
+    and finishes it with every epoch once."""
+    argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=20",
+                                        "max_batches_per_epoch=2", "checkpoint_every=2")
+    argv += ["--work-dir", str(tmp_path / "work")]
+    with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
+        wait_for_a_logged_epoch(process, database, tmp_path / "first.log")
+        time.sleep(2)  # a checkpoint after the first one
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=60)
+        driver = process.pid
+    uri = f"sqlite:///{database}"
+    lost = only_run(uri)
+    assert lost.info.status == "RUNNING"
+    epoch = checkpointed_epoch(lost)
+    assert 1 <= epoch < 20
+    resume = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), "--resume",
+              lost.info.run_id]
+    with process_group(resume, env, tmp_path, tmp_path / "resume.log") as process:
+        code = process.wait(timeout=300)
+    output = (tmp_path / "resume.log").read_text()
+    assert code == 0, output[-3000:]
+    assert re.search(rf"run {lost.info.run_id} was left RUNNING: its driver, pid {driver} on "
+                     r".+, last seen \d+ s ago, is gone", output), output[-3000:]
+    assert f"restarting after epoch {epoch} from its checkpoint" in output
+    again = only_run(uri)
+    assert again.info.run_id == lost.info.run_id and again.info.status == "FINISHED"
+    assert FAILURE_TAG not in again.data.tags
+    steps = [m.step for m in MlflowClient(uri).get_metric_history(again.info.run_id,
+                                                                  "train_loss")]
+    assert sorted(steps) == list(range(1, 21))
+
+
+@pytest.mark.slow
 def test_sigterm_to_the_driver_during_training_kills_the_run_with_the_epoch_reached(
         ddi_root, tmp_path):
     """A job manager's ``kill PID``: SIGTERM to the driver alone, while its
@@ -1611,6 +1655,10 @@ def resume_case(entry_id: str, tmp_path: Path) -> list[str]:
         return ["--dataset", "ddi", "--resume", recorded_run(CONFIG.replace(dataset="collab"))]
     if entry_id == "resume-finished":
         return ["--dataset", "ddi", "--resume", recorded_run(CONFIG, status="FINISHED")]
+    if entry_id == "resume-still-running":  # its driver: this process, alive
+        run_id = recorded_run(CONFIG, status="RUNNING")
+        MlflowClient().set_tag(run_id, DRIVER_TAG, f"{socket.gethostname()}:{os.getpid()}")
+        return ["--resume", run_id]
     if entry_id == "resume-other-experiment":
         return ["--resume", recorded_run(CONFIG, status="KILLED"), "--experiment", "mine"]
     if entry_id == "resume-data-missing":
@@ -1621,7 +1669,8 @@ def resume_case(entry_id: str, tmp_path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("entry_id", ["resume-missing-run", "resume-other-dataset",
-                                      "resume-finished", "resume-other-shape",
+                                      "resume-finished", "resume-still-running",
+                                      "resume-other-shape",
                                       "resume-other-experiment", "resume-data-missing"])
 def test_resume_refuses_a_run_it_cannot_go_on_with(entry_id, mlflow_store, tmp_path, capsys,
                                                    monkeypatch):
@@ -1924,3 +1973,65 @@ def test_a_compiled_pipeline_whose_defaults_cannot_run_is_refused(tmp_path, caps
     assert_refused("kubeflow-preset-needs-gpu", code, capsys.readouterr().err,
                    "test_a_compiled_pipeline_whose_defaults_cannot_run_is_refused")
     assert not (tmp_path / "plnlp.yaml").exists()
+
+
+# A tracking server away past the patience ----------------------------------------------------
+
+EPOCHS = 40  # of the runs the tracking server goes away from, 0.3-0.7 s each
+
+
+def printed_epochs(log: Path) -> int:
+    """The last epoch the run's log shows, 0 if none."""
+    return max((int(n) for n in re.findall(rf"epoch (\d+)/{EPOCHS}", log.read_text())),
+               default=0)
+
+
+def wait_until(condition, log: Path, within_s: float) -> None:
+    deadline = time.monotonic() + within_s
+    while not condition():
+        assert time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.2)
+
+
+def run_command(ddi_root: Path, tmp_path: Path, uri: str, *extra: str) -> tuple[list, dict]:
+    argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE, "--data-root",
+            str(ddi_root), "--work-dir", str(tmp_path / "work"), "--set", f"epochs={EPOCHS}",
+            "--set", "max_batches_per_epoch=2", "--set", "checkpoint_every=5", *extra]
+    env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=uri, MLFLOW_HTTP_REQUEST_MAX_RETRIES="0",
+                       MLFLOW_HTTP_REQUEST_TIMEOUT="5")
+    return argv, env
+
+
+def logged_epochs(uri: str, run_id: str) -> list[int]:
+    return sorted(m.step for m in MlflowClient(uri).get_metric_history(run_id, "train_loss"))
+
+
+@pytest.mark.slow
+def test_a_server_away_past_the_patience_fails_the_run_and_resume_logs_what_it_measured(
+        ddi_root, tmp_path):
+    """With a patience of 5 s, a server stopped at epoch 3 and not back by
+    the end: the run trains to its end, then fails with how to go on;
+    ``--resume`` once the server is back logs every epoch and finishes."""
+    log = tmp_path / "run.log"
+    with TrackingServer(tmp_path / "server") as server:
+        server.start()
+        argv, env = run_command(ddi_root, tmp_path, server.uri)
+        env["PLNLP_TRACKING_PATIENCE_S"] = "5"
+        with process_group(argv, env, tmp_path, log) as process:
+            wait_until(lambda: printed_epochs(log) >= 3, log, within_s=240)
+            server.stop()
+            code = process.wait(timeout=300)
+        output = log.read_text()
+        assert printed_epochs(log) == EPOCHS, output[-3000:]  # it trained to its end
+        error = assert_refused("tracking-away", code, output,
+                               "test_a_server_away_past_the_patience_fails_the_run_and_resume_"
+                               "logs_what_it_measured")
+        run_id = re.search(r"--resume (\w+)`", error).group(1)
+        server.start()
+        assert logged_epochs(server.uri, run_id)[-1] < EPOCHS
+        resume = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), "--resume", run_id]
+        with process_group(resume, env, tmp_path, tmp_path / "resume.log") as process:
+            code = process.wait(timeout=300)
+        assert code == 0, (tmp_path / "resume.log").read_text()[-3000:]
+        assert logged_epochs(server.uri, run_id) == list(range(1, EPOCHS + 1))
+        assert MlflowClient(server.uri).get_run(run_id).info.status == "FINISHED"
