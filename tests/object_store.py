@@ -47,6 +47,15 @@ def bucket_keys(endpoint: str, name: str) -> list[str]:
     return [item["Key"] for page in pages for item in page.get("Contents", [])]
 
 
+def objects_holding(endpoint: str, name: str, text: str) -> list[str]:
+    """The keys of bucket ``name`` whose object holds ``text``."""
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=endpoint, **_boto_keys())
+    return [key for key in bucket_keys(endpoint, name)
+            if text.encode() in client.get_object(Bucket=name, Key=key)["Body"].read()]
+
+
 def s3_filesystem(endpoint: str) -> object:
     """A ``pyarrow.fs.S3FileSystem`` of the server at ``endpoint``, set up
     without touching this process's environment."""

@@ -14,6 +14,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from plnlp_core.errors import first_line
+
 PATIENCE_ENV = "PLNLP_TRACKING_PATIENCE_S"
 PATIENCE_S = 3600.0
 """Seconds a run waits, once its training has ended, for a tracking server
@@ -146,7 +148,7 @@ class MetricSender:
 
     def _failed(self, error: Exception) -> None:
         with self._changed:
-            self.last_error = _first_line(error)
+            self.last_error = first_line(error)
             if self.failing_since is None:
                 self.failing_since = time.time()
                 print(f"MLflow's tracking server does not answer ({self.last_error}); training "
@@ -163,13 +165,9 @@ class MetricSender:
 
     def _failed_for_good(self, error: Exception) -> bool:
         with self._changed:
-            self.failure = _first_line(error)
+            self.failure = first_line(error)
             self._changed.notify_all()
         return False
-
-
-def _first_line(error: Exception) -> str:
-    return (str(error).strip().splitlines() or [error.__class__.__name__])[0]
 
 
 def spoken_duration(seconds: float) -> str:

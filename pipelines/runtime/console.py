@@ -10,6 +10,7 @@ from urllib.parse import quote, urlencode
 from components.recording.metric_names import logged_name, natural_order
 from components.recording.names import PARENT_TAG
 from components.train.startup import describe_startup
+from plnlp_core.errors import without_credentials
 
 # Lines Ray's processes print that say something went wrong.
 _TROUBLE = re.compile(r"Error|ERROR|Exception|Traceback|WARNING|Warning|Killed|OOM|died")
@@ -151,7 +152,7 @@ def ui_link(page: str) -> tuple[str, str]:
     local store."""
     from components.recording.reads import tracking_uri
 
-    uri = tracking_uri()
+    uri = without_credentials(tracking_uri())
     if uri.startswith("http"):
         return "at", f"{uri.rstrip('/')}/{page}"
     return "with", f"mlflow ui --backend-store-uri {uri}  then http://127.0.0.1:5000/{page}"
@@ -164,7 +165,7 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
     from components.recording.models import logged_model_uri
     from components.recording.reads import get_run, tracking_uri
 
-    uri = tracking_uri()
+    uri = without_credentials(tracking_uri())
     run = get_run(run_id)
     metrics = run_metrics(run.data.metrics)
     best = metrics.get("best_epoch")

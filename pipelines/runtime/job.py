@@ -33,7 +33,7 @@ from pipelines.runtime.interrupts import SignalGuard, stop
 from pipelines.runtime.ray_cluster import connect_ray
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import cache_dir
-from plnlp_core.errors import PLNLPError
+from plnlp_core.errors import PLNLPError, without_credentials
 from plnlp_core.memory_estimate import refuse_past_memory
 
 T = TypeVar("T")
@@ -191,7 +191,7 @@ def failure_reason(error: BaseException) -> str:
             line += " (no path given; --verbose shows where)"
         elif paths[-1] not in line:
             line += f": {paths[-1]!r}"
-    return line
+    return without_credentials(line)
 
 
 def causes(error: BaseException) -> Iterator[BaseException]:

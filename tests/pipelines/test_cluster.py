@@ -22,7 +22,14 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.conftest import REPO_ROOT
-from tests.object_store import KEYS, bucket_keys, make_bucket, s3_filesystem, s3_server
+from tests.object_store import (
+    KEYS,
+    bucket_keys,
+    make_bucket,
+    objects_holding,
+    s3_filesystem,
+    s3_server,
+)
 from tests.processes import free_port, process_group, training_processes, wait_for_http
 
 pytestmark = pytest.mark.slow
@@ -207,6 +214,13 @@ def test_a_submitted_job_keeps_its_work_in_the_bucket_and_its_artifacts_in_the_s
     assert {"model.pt", "best.json", "metrics.csv", "learning_curve.png", "MLmodel",
             "scorer.pt"} <= artifacts
     assert sorted(home.rglob("*")) == [] and sorted(cache.rglob("*")) == []
+    # the store's secret key, in the job's environment, is nowhere it wrote
+    secret = KEYS["AWS_SECRET_ACCESS_KEY"]
+    assert secret not in output
+    assert [key for bucket in ("work", "artifacts")
+            for key in objects_holding(services.endpoint, bucket, secret)] == []
+    databases = sorted(services.folder.glob("mlflow.db*"))  # the server's, with its journal
+    assert databases and not any(secret.encode() in path.read_bytes() for path in databases)
 
 
 EPOCHS, EVERY = 30, 2

@@ -849,12 +849,14 @@ def test_an_unreachable_tracking_server_is_refused_quickly(mlflow_store, monkeyp
     """Before Ray starts: RAY_ADDRESS points nowhere, and is never reached."""
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
     with silent_listener() as port:
-        for uri in ("http://127.0.0.1:1", f"http://127.0.0.1:{port}"):
+        for uri in ("http://127.0.0.1:1", f"http://127.0.0.1:{port}",
+                    "http://alice:pw-plnlp-leak@127.0.0.1:1"):
             with tracking_uri(uri):
                 code, seconds = timed_run(SMOKE)
             line = assert_refused("tracking-unreachable", code, capsys.readouterr().err,
                                   "test_an_unreachable_tracking_server_is_refused_quickly")
-            assert uri in line and seconds < REFUSE_WITHIN_S
+            assert uri.replace("alice:pw-plnlp-leak@", "***@") in line
+            assert "pw-plnlp-leak" not in line and seconds < REFUSE_WITHIN_S
             print(f"{uri}: refused in {seconds:.1f} s ({line})")
 
 
