@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 
 import mlflow
 import pytest
@@ -28,12 +29,19 @@ from components.recording.names import (
 from plnlp_core.errors import PLNLPError
 
 
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> str:
+    """One SQLite store for the module (making its tables takes seconds)."""
+    uri = f"sqlite:///{tmp_path_factory.mktemp('presence') / 'mlflow.db'}"
+    MlflowClient(uri).search_experiments()
+    return uri
+
+
 @pytest.fixture
-def client(tmp_path, monkeypatch) -> MlflowClient:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    mlflow.set_tracking_uri(uri)
-    return MlflowClient(uri)
+def client(store, monkeypatch) -> MlflowClient:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    mlflow.set_tracking_uri(store)
+    return MlflowClient(store)
 
 
 def dead_pid() -> int:
@@ -52,7 +60,7 @@ def running_run(client: MlflowClient, experiment_id: str, host: str, pid: int,
 
 
 def test_a_driver_is_gone_when_its_pid_ended_here_or_its_heartbeat_is_stale(client):
-    experiment = client.create_experiment("presence")
+    experiment = client.create_experiment(uuid.uuid4().hex)
     here = socket.gethostname()
     alive = running_run(client, experiment, here, os.getpid(), seen_ago_s=5)
     ended = running_run(client, experiment, here, dead_pid(), seen_ago_s=5)
@@ -68,7 +76,7 @@ def test_a_driver_is_gone_when_its_pid_ended_here_or_its_heartbeat_is_stale(clie
 
 
 def test_the_next_command_marks_an_abandoned_run_and_its_seeds_failed(client):
-    experiment = client.create_experiment("presence")
+    experiment = client.create_experiment(uuid.uuid4().hex)
     abandoned = running_run(client, experiment, socket.gethostname(), dead_pid(), seen_ago_s=30)
     seed = client.create_run(experiment, tags={PARENT_TAG: abandoned}).info.run_id
     sweep = running_run(client, experiment, "node-b", 7, seen_ago_s=3600,
@@ -90,7 +98,7 @@ def test_the_next_command_marks_an_abandoned_run_and_its_seeds_failed(client):
 
 
 def test_a_run_whose_driver_runs_is_refused_and_a_gone_ones_is_not(client, monkeypatch):
-    experiment = client.create_experiment("presence")
+    experiment = client.create_experiment(uuid.uuid4().hex)
     driven = running_run(client, experiment, "node-b", 12, seen_ago_s=60)
     with pytest.raises(PLNLPError, match=f"^run {driven} is still running \\(its driver, pid 12 "
                        "on node-b, was seen 6\\d s ago\\); stop it first"):
@@ -101,7 +109,7 @@ def test_a_run_whose_driver_runs_is_refused_and_a_gone_ones_is_not(client, monke
 
 def test_a_driver_tags_its_run_and_beats_until_the_block_ends(client, monkeypatch):
     monkeypatch.setattr(presence, "HEARTBEAT_S", 0.2)
-    run_id = client.create_run(client.create_experiment("presence")).info.run_id
+    run_id = client.create_run(client.create_experiment(uuid.uuid4().hex)).info.run_id
     with driver_heartbeat(run_id):
         first = None
         deadline = time.monotonic() + 10

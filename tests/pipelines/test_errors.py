@@ -1487,6 +1487,7 @@ def test_a_lost_driver_s_run_is_marked_and_resume_goes_on_from_its_newest_checkp
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=60)
         driver = process.pid
+        assert group_is_gone(driver), "a process of the killed job still runs"
     uri = f"sqlite:///{database}"
     lost = only_run(uri)
     assert lost.info.status == "RUNNING"
@@ -1984,7 +1985,7 @@ EPOCHS = 40  # of the runs the tracking server goes away from, 0.3-0.7 s each
 
 def printed_epochs(log: Path) -> int:
     """The last epoch the run's log shows, 0 if none."""
-    return max((int(n) for n in re.findall(rf"epoch (\d+)/{EPOCHS}", log.read_text())),
+    return max((int(n) for n in re.findall(r"epoch (\d+)/\d+ ", log.read_text())),
                default=0)
 
 
@@ -1995,10 +1996,11 @@ def wait_until(condition, log: Path, within_s: float) -> None:
         time.sleep(0.2)
 
 
-def run_command(ddi_root: Path, tmp_path: Path, uri: str, *extra: str) -> tuple[list, dict]:
+def run_command(ddi_root: Path, tmp_path: Path, uri: str, epochs: int = EPOCHS
+                ) -> tuple[list, dict]:
     argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE, "--data-root",
-            str(ddi_root), "--work-dir", str(tmp_path / "work"), "--set", f"epochs={EPOCHS}",
-            "--set", "max_batches_per_epoch=2", "--set", "checkpoint_every=5", *extra]
+            str(ddi_root), "--work-dir", str(tmp_path / "work"), "--set", f"epochs={epochs}",
+            "--set", "max_batches_per_epoch=2", "--set", "checkpoint_every=5"]
     env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=uri, MLFLOW_HTTP_REQUEST_MAX_RETRIES="0",
                        MLFLOW_HTTP_REQUEST_TIMEOUT="5")
     return argv, env
@@ -2017,23 +2019,23 @@ def test_a_server_away_past_the_patience_fails_the_run_and_resume_logs_what_it_m
     log = tmp_path / "run.log"
     with TrackingServer(tmp_path / "server") as server:
         server.start()
-        argv, env = run_command(ddi_root, tmp_path, server.uri)
+        argv, env = run_command(ddi_root, tmp_path, server.uri, epochs=15)
         env["PLNLP_TRACKING_PATIENCE_S"] = "5"
         with process_group(argv, env, tmp_path, log) as process:
             wait_until(lambda: printed_epochs(log) >= 3, log, within_s=240)
             server.stop()
             code = process.wait(timeout=300)
         output = log.read_text()
-        assert printed_epochs(log) == EPOCHS, output[-3000:]  # it trained to its end
+        assert printed_epochs(log) == 15, output[-3000:]  # it trained to its end
         error = assert_refused("tracking-away", code, output,
                                "test_a_server_away_past_the_patience_fails_the_run_and_resume_"
                                "logs_what_it_measured")
         run_id = re.search(r"--resume (\w+)`", error).group(1)
         server.start()
-        assert logged_epochs(server.uri, run_id)[-1] < EPOCHS
+        assert logged_epochs(server.uri, run_id)[-1] < 15
         resume = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), "--resume", run_id]
         with process_group(resume, env, tmp_path, tmp_path / "resume.log") as process:
             code = process.wait(timeout=300)
         assert code == 0, (tmp_path / "resume.log").read_text()[-3000:]
-        assert logged_epochs(server.uri, run_id) == list(range(1, EPOCHS + 1))
+        assert logged_epochs(server.uri, run_id) == list(range(1, 16))
         assert MlflowClient(server.uri).get_run(run_id).info.status == "FINISHED"
