@@ -1400,6 +1400,17 @@ def checkpointed_epoch(run) -> int:
                 for manifest in folder.glob("*/checkpoint_epoch_*/files-0.json")), default=0)
 
 
+def resume_to_the_end(run_id: str, env: dict[str, str], cwd: Path, log: Path) -> str:
+    """``pipelines/run.py --resume run_id`` as a user runs it, in ``cwd``,
+    ending well; its output."""
+    argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), "--resume", run_id]
+    with process_group(argv, env, cwd, log) as process:
+        code = process.wait(timeout=300)
+    output = log.read_text()
+    assert code == 0, output[-3000:]
+    return output
+
+
 def smoke_command(ddi_root: Path, tmp_path: Path, *settings: str
                   ) -> tuple[list[str], dict[str, str], Path]:
     """``pipelines/run.py`` on ddi ``smoke`` with ``--set`` each of
@@ -1451,12 +1462,7 @@ def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_i
     folder = tmp_path / "job-folder"
     folder.mkdir()  # no ./data, no --data-root, another cache
     resume_env = {**env, "PLNLP_CACHE_DIR": str(tmp_path / "other-cache")}
-    resume = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), "--resume",
-              killed.info.run_id]
-    with process_group(resume, resume_env, folder, tmp_path / "resume.log") as process:
-        code = process.wait(timeout=300)
-    output = (tmp_path / "resume.log").read_text()
-    assert code == 0, output[-3000:]
+    output = resume_to_the_end(killed.info.run_id, resume_env, folder, tmp_path / "resume.log")
     assert "Downloading artifacts" not in output
     assert f"restarting after epoch {epoch} from its checkpoint" in output
     client = MlflowClient(uri)
@@ -1493,12 +1499,7 @@ def test_a_lost_driver_s_run_is_marked_and_resume_goes_on_from_its_newest_checkp
     assert lost.info.status == "RUNNING"
     epoch = checkpointed_epoch(lost)
     assert 1 <= epoch < 20
-    resume = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), "--resume",
-              lost.info.run_id]
-    with process_group(resume, env, tmp_path, tmp_path / "resume.log") as process:
-        code = process.wait(timeout=300)
-    output = (tmp_path / "resume.log").read_text()
-    assert code == 0, output[-3000:]
+    output = resume_to_the_end(lost.info.run_id, env, tmp_path, tmp_path / "resume.log")
     assert re.search(rf"run {lost.info.run_id} was left RUNNING: its driver, pid {driver} on "
                      r".+, last seen \d+ s ago, is gone", output), output[-3000:]
     assert f"restarting after epoch {epoch} from its checkpoint" in output
@@ -2033,9 +2034,6 @@ def test_a_server_away_past_the_patience_fails_the_run_and_resume_logs_what_it_m
         run_id = re.search(r"--resume (\w+)`", error).group(1)
         server.start()
         assert logged_epochs(server.uri, run_id)[-1] < 15
-        resume = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), "--resume", run_id]
-        with process_group(resume, env, tmp_path, tmp_path / "resume.log") as process:
-            code = process.wait(timeout=300)
-        assert code == 0, (tmp_path / "resume.log").read_text()[-3000:]
+        resume_to_the_end(run_id, env, tmp_path, tmp_path / "resume.log")
         assert logged_epochs(server.uri, run_id) == list(range(1, 16))
         assert MlflowClient(server.uri).get_run(run_id).info.status == "FINISHED"
