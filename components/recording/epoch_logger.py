@@ -1,6 +1,7 @@
 """Train -> MLflow: every epoch of a training run, logged as its reports
 reach Ray Train's controller or the run's training actor."""
 import time
+from collections import deque
 
 import ray.train
 
@@ -8,6 +9,8 @@ from components.recording.metric_delivery import MetricSender
 from components.recording.names import EPOCHS, FINAL, RESTORED_FROM, WALL_TIME
 
 MLFLOW_BATCH = 1000  # metrics MLflow takes in one log_batch
+Report = tuple[list[dict], int | None, int]
+"""A report's epoch rows, the epoch a restart went on from, and when (ms)."""
 
 
 class EpochLogger(ray.train.UserCallback):
@@ -34,6 +37,7 @@ class EpochLogger(ray.train.UserCallback):
         self.tracking_uri = tracking_uri
         self.run_id = run_id
         self.logged_through: int | None = None
+        self._unlogged: deque[Report] = deque()  # appended here, emptied by the sender's thread
         self._sender: MetricSender | None = None  # made where it runs: a thread does not pickle
 
     def after_report(
@@ -42,8 +46,8 @@ class EpochLogger(ray.train.UserCallback):
         report = metrics[0]  # rank 0's: the only one that carries epochs
         rows = list(report.get(EPOCHS, []))
         restored = None if RESTORED_FROM not in report else int(report[RESTORED_FROM])
-        now = int(time.time() * 1000)
-        self.sender().send(lambda client: self._log(client, rows, restored, now))
+        self._unlogged.append((rows, restored, int(time.time() * 1000)))
+        self.sender().send(self._log_unlogged)
         if report.get(FINAL):
             self.deliver()
 
@@ -64,22 +68,30 @@ class EpochLogger(ray.train.UserCallback):
             self._sender = MetricSender(self.tracking_uri, self.run_id)
         return self._sender
 
-    def _log(self, client: object, rows: list[dict], restored: int | None, now: int) -> None:
-        """Logs the epochs of ``rows`` MLflow does not hold yet, and the
-        epoch a restart went on from; safe to repeat."""
+    def _log_unlogged(self, client: object) -> None:
+        """Logs the epochs of every report not logged yet that MLflow does
+        not hold, and the epochs restarts went on from, in batches; safe to
+        repeat. Reports that came while the server was away go together."""
         # MLflow loads here, not with the module: Ray Train's controller
         # unpickles this callback before it starts the workers, and importing
         # MLflow there would delay them by a second and a half.
         from mlflow.entities import Metric
 
+        reports = list(self._unlogged)
+        if not reports:
+            return  # an earlier delivery took them
         if self.logged_through is None:
             logged = client.get_metric_history(self.run_id, "train_loss")
             self.logged_through = max((m.step for m in logged), default=0)
-        rows = [row for row in rows if row["epoch"] > self.logged_through]
-        logged = [Metric(key, float(value), int(row[WALL_TIME] * 1000), int(row["epoch"]))
-                  for row in rows for key, value in row.items() if key not in ("epoch", WALL_TIME)]
-        if restored is not None:
-            logged.append(Metric(RESTORED_FROM, restored, now, restored))
+        rows = {int(row["epoch"]): row for rows, _, _ in reports for row in rows
+                if row["epoch"] > self.logged_through}
+        logged = [Metric(key, float(value), int(row[WALL_TIME] * 1000), epoch)
+                  for epoch, row in rows.items() for key, value in row.items()
+                  if key not in ("epoch", WALL_TIME)]
+        logged += [Metric(RESTORED_FROM, restored, at, restored)
+                   for _, restored, at in reports if restored is not None]
         for start in range(0, len(logged), MLFLOW_BATCH):
             client.log_batch(self.run_id, metrics=logged[start:start + MLFLOW_BATCH])
-        self.logged_through = max([self.logged_through, *(int(r["epoch"]) for r in rows)])
+        self.logged_through = max([self.logged_through, *rows])
+        for _ in reports:
+            self._unlogged.popleft()

@@ -114,3 +114,35 @@ def test_the_logger_logs_each_epoch_once_and_its_final_report_returns_once_they_
     history = client.get_metric_history(run_id, "train_loss")  # no wait: the final one did
     assert sorted(m.step for m in history) == [1, 2, 3, 4, 5, 6]
     assert {m.step: m.timestamp for m in history}[4] == 1_004_000
+
+
+class AwayThenBack:
+    """An MlflowClient whose server is away until ``back`` is set."""
+
+    back = threading.Event()
+    batches: list[list] = []
+
+    def __init__(self, uri: str) -> None:
+        pass
+
+    def get_metric_history(self, run_id: str, key: str) -> list:
+        if not self.back.is_set():
+            raise unreachable()
+        return []
+
+    def log_batch(self, run_id: str, metrics: list) -> None:
+        self.batches.append(metrics)
+
+
+def test_reports_made_while_the_server_was_away_go_in_one_batch(monkeypatch, capfd):
+    import mlflow.tracking
+
+    monkeypatch.setattr(mlflow.tracking, "MlflowClient", AwayThenBack)
+    logger = EpochLogger("http://127.0.0.1:5000", "run1")
+    for epoch in range(1, 7):
+        logger.after_report(None, report(range(epoch, epoch + 1)), None)
+    assert not logger.wait(timeout=0.3)
+    AwayThenBack.back.set()
+    logger.deliver()
+    assert [sorted({m.step for m in batch}) for batch in AwayThenBack.batches] == [
+        [1, 2, 3, 4, 5, 6]]
