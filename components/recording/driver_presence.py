@@ -66,10 +66,9 @@ def driver_gone(run: Run) -> str | None:
     """Why the driver of the RUNNING ``run`` is gone (``its driver, pid 12
     on host-a, last seen 20 min ago, is gone``), or ``None`` when it may
     still run, or the run is not RUNNING or predates these tags."""
-    driver = run.data.tags.get(DRIVER_TAG)
-    if run.info.status != "RUNNING" or driver is None:
+    if run.info.status != "RUNNING" or DRIVER_TAG not in run.data.tags:
         return None
-    host, _, pid = driver.rpartition(":")
+    host, pid = _driver(run)
     age = _since_seen(run)
     if (host == socket.gethostname() and not _alive(int(pid))) or age > stale_after_s():
         return f"its driver, pid {pid} on {host}, last seen {spoken_duration(age)} ago, is gone"
@@ -80,7 +79,7 @@ def refuse_a_driven_run(run: Run) -> None:
     """Refuses to go on with a RUNNING run whose driver may still run it."""
     if run.info.status != "RUNNING" or DRIVER_TAG not in run.data.tags or driver_gone(run):
         return
-    host, _, pid = run.data.tags[DRIVER_TAG].rpartition(":")
+    host, pid = _driver(run)
     raise PLNLPError(
         f"run {run.info.run_id} is still running (its driver, pid {pid} on {host}, was seen "
         f"{spoken_duration(_since_seen(run))} ago); stop it first (Ctrl-C, or ray job stop), or, "
@@ -91,6 +90,12 @@ def refuse_a_driven_run(run: Run) -> None:
 def stale_after_s() -> float:
     """Seconds without a heartbeat after which a driver counts as gone."""
     return float(os.environ.get(STALE_ENV, STALE_S))
+
+
+def _driver(run: Run) -> tuple[str, str]:
+    """The host and pid of the run's driver (its ``plnlp.driver`` tag)."""
+    host, _, pid = run.data.tags[DRIVER_TAG].rpartition(":")
+    return host, pid
 
 
 def _since_seen(run: Run) -> float:

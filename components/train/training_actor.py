@@ -59,11 +59,12 @@ class TrainingActor:
         self.loggers = [callback for callback in callbacks if isinstance(callback, EpochLogger)]
         return train_in_trial(loop_config, folder, callbacks, cpus, use_gpu, threading.Event())
 
-    def deliver(self, timeout: float) -> bool:
+    def deliver(self, timeout: float) -> None:
         """Waits at most ``timeout`` seconds for every epoch reported so far
-        to be in MLflow; whether they are."""
+        to be in MLflow."""
         deadline = time.monotonic() + timeout
-        return all(logger.wait(max(0.0, deadline - time.monotonic())) for logger in self.loggers)
+        for logger in self.loggers:
+            logger.wait(max(0.0, deadline - time.monotonic()))
 
 
 def fit_training_actor(loop_config: dict, workers: WorkerGroup, folder: Location,
@@ -95,15 +96,13 @@ def fit_training_actor(loop_config: dict, workers: WorkerGroup, folder: Location
             ray.kill(actor, no_restart=True)
 
 
-def delivered_before_the_end(actor: ray.actor.ActorHandle) -> bool:
+def delivered_before_the_end(actor: ray.actor.ActorHandle) -> None:
     """Gives an interrupted run's ``actor`` :data:`INTERRUPT_DELIVERY_S`
-    to put the epochs it printed into MLflow before it is killed; whether
-    it did."""
+    to put the epochs it printed into MLflow before it is killed."""
     try:
-        return ray.get(actor.deliver.remote(INTERRUPT_DELIVERY_S),
-                       timeout=INTERRUPT_DELIVERY_S + 5)
-    except ray.exceptions.RayError:  # it died, or did not answer
-        return False
+        ray.get(actor.deliver.remote(INTERRUPT_DELIVERY_S), timeout=INTERRUPT_DELIVERY_S + 5)
+    except ray.exceptions.RayError:  # it died, or did not answer: nothing more to wait for
+        pass
 
 
 def remote_cause(error: ray.exceptions.RayTaskError) -> BaseException:
