@@ -22,9 +22,14 @@ PATIENCE_S = 3600.0
 that stopped answering (``PLNLP_TRACKING_PATIENCE_S`` sets it); counted
 from the first failed delivery. Training goes on meanwhile however long
 the server is away; what it measured stays in its checkpoints."""
+DELIVERY_GAP_S = 2.0
+"""Fewest seconds between two deliveries, unless someone waits for them
+(:meth:`MetricSender.wait`); a delivery sent meanwhile that is queued
+already is not queued twice, so the reports of short epochs go to MLflow
+in batches rather than a request each (which cost 12 % of a 0.6 s epoch)."""
 BACKOFF_S = (1.0, 2.0, 5.0, 10.0)
 """Seconds between tries of a failing delivery; the last repeats, but
-:meth:`MetricSender.deliver` tries again at once."""
+:meth:`MetricSender.wait` tries again at once."""
 PASSING_ERRORS = {"INTERNAL_ERROR", "TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED"}
 """MLflow's error codes for a failure that may pass: the server unreachable
 or answering 5xx (its client raises ``INTERNAL_ERROR`` for both)."""
@@ -59,16 +64,19 @@ class MetricSender:
             if patience_s is None else patience_s
         self._waiting: deque[Delivery] = deque()
         self._changed = threading.Condition()
-        self.queued = self.sent = 0
+        self.queued = self.sent = self.waiters = 0
         self.failing_since: float | None = None
         self.last_error: str | None = None
         self.failure: str | None = None
         self._thread: threading.Thread | None = None
-        self._hurry = threading.Event()  # set by deliver: end the backoff now
+        self._hurry = threading.Event()  # set by a waiter: end the gap or backoff now
 
     def send(self, delivery: Delivery) -> None:
-        """Queues ``delivery``; returns at once."""
+        """Queues ``delivery``, unless it waits already (not yet begun);
+        returns at once."""
         with self._changed:
+            if delivery in list(self._waiting)[1:]:  # the first may have begun
+                return
             self._waiting.append(delivery)
             self.queued += 1
             if self._thread is None:
@@ -82,15 +90,19 @@ class MetricSender:
         ``timeout`` seconds; whether they did."""
         with self._changed:
             target = self.queued
-            return self._changed.wait_for(
-                lambda: self.sent >= target or self.failure is not None, timeout) \
-                and self.failure is None
+            self.waiters += 1
+            self._hurry.set()
+            try:
+                return self._changed.wait_for(
+                    lambda: self.sent >= target or self.failure is not None, timeout) \
+                    and self.failure is None
+            finally:
+                self.waiters -= 1
 
     def deliver(self) -> None:
         """Waits until every delivery queued so far went through, while the
         server has failed for less than ``patience_s``; else raises
         :class:`MetricsUndelivered`, saying how to deliver them."""
-        self._hurry.set()
         while not self.wait(timeout=1.0):
             with self._changed:
                 gone = self.failure is not None or (
@@ -124,6 +136,9 @@ class MetricSender:
                 self._waiting.popleft()
                 self.sent += 1
                 self._changed.notify_all()
+            if not self.waiters:
+                self._hurry.wait(DELIVERY_GAP_S)
+            self._hurry.clear()
 
     def _try(self, delivery: Delivery, client: object) -> bool:
         """Runs ``delivery`` until it goes through (True) or fails for good."""

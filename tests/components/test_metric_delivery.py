@@ -146,3 +146,24 @@ def test_reports_made_while_the_server_was_away_go_in_one_batch(monkeypatch, cap
     logger.deliver()
     assert [sorted({m.step for m in batch}) for batch in AwayThenBack.batches] == [
         [1, 2, 3, 4, 5, 6]]
+
+
+def test_a_delivery_already_waiting_is_not_queued_twice(monkeypatch):
+    import mlflow.tracking
+
+    monkeypatch.setattr(mlflow.tracking, "MlflowClient", lambda uri: None)
+    runs, begun, release = [], threading.Event(), threading.Event()
+
+    def drain(client: object) -> None:
+        runs.append(len(runs) + 1)
+        begun.set()
+        release.wait(5)
+
+    sender = MetricSender("http://127.0.0.1:5000", "run1")
+    sender.send(drain)
+    assert begun.wait(5)
+    for _ in range(3):  # while the first runs: one more waits
+        sender.send(drain)
+    release.set()
+    assert sender.wait(timeout=10)
+    assert runs == [1, 2] and sender.queued == sender.sent == 2
