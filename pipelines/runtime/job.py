@@ -33,7 +33,7 @@ from pipelines.runtime.interrupts import SignalGuard, stop
 from pipelines.runtime.ray_cluster import connect_ray
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import cache_dir
-from plnlp_core.errors import PLNLPError, without_credentials
+from plnlp_core.errors import PLNLPError, first_line, without_credentials
 from plnlp_core.memory_estimate import refuse_past_memory
 
 T = TypeVar("T")
@@ -182,8 +182,7 @@ def failure_reason(error: BaseException) -> str:
     path, the innermost one the chain gives, or the line says that none
     was given and ``--verbose`` shows where."""
     *outer, error = causes(error)
-    text = str(error).strip()
-    line = text.splitlines()[0] if text else type(error).__name__
+    line = first_line(error)
     if isinstance(error, OSError) and error.errno == errno.ENOENT:
         paths = [str(each.filename) for each in (*outer, error)
                  if isinstance(each, OSError) and each.filename]
