@@ -109,9 +109,19 @@ def median_interval(ends: Sequence[float]) -> float:
     return statistics.median(b - a for a, b in zip(ends, ends[1:], strict=False))
 
 
+def interval_quantile(ends: Sequence[float], quantile: float) -> float:
+    """The ``quantile`` (0 to 1, the nearest rank) of the times between
+    consecutive ``ends`` (in their unit)."""
+    gaps = sorted(b - a for a, b in zip(ends, ends[1:], strict=False))
+    return gaps[round(quantile * (len(gaps) - 1))]
+
+
+def epoch_ends(client: object, run_id: str) -> list[float]:
+    """When each epoch of a run ended, in seconds, from the timestamps of
+    its ``train_loss`` as the ``MlflowClient`` ``client`` reads them."""
+    return sorted(m.timestamp / 1000 for m in client.get_metric_history(run_id, "train_loss"))
+
+
 def median_epoch_interval(client: object, run_id: str) -> float:
-    """The median wall time between consecutive epochs of a run, from the
-    timestamps of its ``train_loss`` (each epoch's end, in milliseconds) as
-    the ``MlflowClient`` ``client`` reads them."""
-    ends = sorted(m.timestamp for m in client.get_metric_history(run_id, "train_loss"))
-    return median_interval(ends) / 1000
+    """The median wall time between consecutive epochs of a run."""
+    return median_interval(epoch_ends(client, run_id))

@@ -4,7 +4,7 @@ import time
 import pytest
 from mlflow.tracking import MlflowClient
 
-from benchmarks.timing import median_epoch_interval, median_interval
+from benchmarks.timing import epoch_ends, interval_quantile
 from components.recording.metric_names import run_metrics
 from components.train.startup import PHASES
 from pipelines.planning.arguments import run_request
@@ -20,26 +20,31 @@ SHORT_EPOCHS = ["--dataset", "ddi", "--preset", "smoke", "--set", "epochs=30",
                 "--set", "max_batches_per_epoch=2", "--cpus-per-worker", "2"]
 
 
-def test_the_pipelines_median_epoch_is_within_half_a_second_of_fits(
+def test_the_pipelines_typical_epoch_is_within_half_a_second_of_fits(
     ray_session, mlflow_store, ddi_root,
 ):
-    """Short epochs (two batches, evaluated every epoch) through Ray Train,
-    checkpoints and MLflow: a fixed wait per epoch (Ray Train's 2 s poll,
-    when every epoch is reported) would show here."""
+    """Short epochs (two batches, evaluated every epoch) through the
+    training actor, checkpoints and MLflow: a fixed wait per epoch (Ray
+    Train's 2 s poll, when every epoch is reported) would show here.
+
+    Compared at the lower quartile of the epochs, not the median: a fixed
+    wait shows in every epoch, while a machine busy with other work slows
+    only some (on CI's, once: a median of 1.58 s against fit's 0.76 s, with
+    epochs 12-18 at fit's pace)."""
     argv = [*SHORT_EPOCHS, "--data-root", str(ddi_root), "--experiment", "overhead"]
     assert main(argv) == 0
     client = MlflowClient(mlflow_store)
     run = client.search_runs([client.get_experiment_by_name("overhead").experiment_id])[0]
     assert len(client.get_metric_history(run.info.run_id, "train_loss")) == 30
-    pipeline_s = median_epoch_interval(client, run.info.run_id)
+    pipeline_s = interval_quantile(epoch_ends(client, run.info.run_id), 0.25)
 
     config = plan_run(run_request(argv)).config
     split = load_ogb(DATASETS.get("ddi"), ddi_root)
     ends: list[float] = []
     run_experiment(prepare_experiment(config, split),
                    on_epoch=lambda _: ends.append(time.perf_counter()))
-    fit_s = median_interval(ends)
-    print(f"median epoch: pipeline {pipeline_s:.3f} s, fit {fit_s:.3f} s")
+    fit_s = interval_quantile(ends, 0.25)
+    print(f"lower quartile of the epochs: pipeline {pipeline_s:.3f} s, fit {fit_s:.3f} s")
     assert pipeline_s - fit_s <= 0.5
 
     startup = {key: value for key, value in run_metrics(run.data.metrics).items()
