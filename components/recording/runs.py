@@ -1,6 +1,7 @@
 """Opening, tagging and ending MLflow runs and experiments: every run a
 command, a seed or a sweep's trial records into starts and ends here."""
 import mlflow
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from components.recording.names import EXPERIMENT_KIND_TAG
@@ -17,9 +18,14 @@ def use_tracking_uri(uri: str) -> None:
 def open_experiment(name: str, artifact_location: str | None = None) -> str:
     """Makes ``name`` MLflow's active experiment, creating it with its
     artifacts at ``artifact_location`` (MLflow's default when ``None``) if
-    it is new; returns its id."""
+    it is new; returns its id. Commands started together may each find it
+    new: the one that creates it second goes on with the first's."""
     if mlflow.get_experiment_by_name(name) is None:
-        mlflow.create_experiment(name, artifact_location=artifact_location)
+        try:
+            mlflow.create_experiment(name, artifact_location=artifact_location)
+        except MlflowException as error:
+            if error.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
     return mlflow.set_experiment(name).experiment_id
 
 

@@ -4,6 +4,7 @@ import mlflow
 from mlflow.tracking import MlflowClient
 
 from components.recording.names import DESCRIPTION_TAG
+from components.recording.runs import open_experiment
 from components.recording.tracking import describe_run, run_description
 
 FINAL = {"final_valid_hits_20": 0.0406, "final_test_hits_20": 0.009,
@@ -42,3 +43,12 @@ def test_the_description_is_the_runs_mlflow_note(mlflow_store):
         describe_run("smoke", {"lr": 0.05}, FINAL, "hits_20")
     note = MlflowClient(mlflow_store).get_run(run.info.run_id).data.tags[DESCRIPTION_TAG]
     assert note == run_description("smoke", {"lr": 0.05}, FINAL, "hits_20")
+
+
+def test_an_experiment_another_command_creates_at_the_same_moment_is_opened(
+        mlflow_store, monkeypatch):
+    """Two runs started together each find the experiment new; the one whose
+    creation comes second opens the other's, not a failure."""
+    first = MlflowClient(mlflow_store).create_experiment("together")
+    monkeypatch.setattr(mlflow, "get_experiment_by_name", lambda name: None)
+    assert open_experiment("together") == first
