@@ -1,10 +1,11 @@
 """A real cluster on one machine: a Ray head without CPUs and two worker
 nodes, each with a temp folder of its own, an S3 server holding the work
-folder and the raw dataset, and an MLflow server whose artifacts live in
-that S3 server. The data is uploaded, the tracking server started and the
-job submitted by docs/cluster.md's own commands (its steps 1, 2 and 4, the
-``<…>`` filled in), ``--working-dir .`` included; no node shares a folder
-with another through the product."""
+folder and the raw dataset, and an MLflow server whose runs live in
+PostgreSQL and whose artifacts live in that S3 server. The data is
+uploaded, the tracking server started and the job submitted by
+docs/cluster.md's own commands (its steps 1, 2 and 4, the ``<…>`` filled
+in), ``--working-dir .`` included; no node shares a folder with another
+through the product."""
 import json
 import os
 import re
@@ -30,6 +31,7 @@ from tests.object_store import (
     s3_filesystem,
     s3_server,
 )
+from tests.postgres import database_holds, postgres_server
 from tests.processes import free_port, process_group, training_processes, wait_for_http
 
 pytestmark = pytest.mark.slow
@@ -46,6 +48,7 @@ class Services:
     dashboard: str
     endpoint: str
     tracking_uri: str
+    database: str
     folder: Path
 
 
@@ -71,7 +74,8 @@ def store_placeholders(endpoint: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def services(tmp_path_factory, ddi_root):
     """The S3 server (buckets ``work``, with the raw ogbl-ddi under ``ogb/``,
-    and ``artifacts``), the MLflow server and the three-node Ray cluster."""
+    and ``artifacts``), PostgreSQL, the MLflow server on it and the
+    three-node Ray cluster."""
     import ray
     from ray.cluster_utils import Cluster
 
@@ -79,7 +83,8 @@ def services(tmp_path_factory, ddi_root):
     if suite_ray:
         ray.shutdown()
     folder = tmp_path_factory.mktemp("cluster")
-    with s3_server(folder) as endpoint, mlflow_server(folder, endpoint) as tracking_uri:
+    with s3_server(folder) as endpoint, postgres_server() as database, \
+            mlflow_server(folder, endpoint, database) as tracking_uri:
         make_bucket(endpoint, "work")
         upload = documented_step(1, {**store_placeholders(endpoint), "data/ogbl_ddi":
                                      str(ddi_root / "ogbl_ddi"), "<http://minio:9000; leave "
@@ -100,7 +105,7 @@ def services(tmp_path_factory, ddi_root):
             dashboard = f"http://127.0.0.1:{port}"
             wait_for_http(f"{dashboard}/api/version", folder / "none", timeout=120,
                           any_status=True)
-            yield Services(cluster, dashboard, endpoint, tracking_uri, folder)
+            yield Services(cluster, dashboard, endpoint, tracking_uri, database, folder)
         finally:
             cluster.shutdown()
             for node_folder in NODE_FOLDERS:
@@ -113,31 +118,34 @@ def services(tmp_path_factory, ddi_root):
 NODE_FOLDERS: list[str] = []  # the worker nodes' temp folders, removed with the cluster
 
 
-def add_worker_node(cluster: object) -> object:
-    """A worker node of one CPU, its agent on a free port, in a temp folder
-    of its own with its own log monitor, as docs/cluster.md's nodes sharing
-    one machine: nodes sharing a temp folder would each unpack a job's
-    working dir over the one the driver runs in, and each print every
+def add_worker_node(cluster: object, cpus: int = 1) -> object:
+    """A worker node of ``cpus`` CPUs, its agent on a free port, in a temp
+    folder of its own with its own log monitor, as docs/cluster.md's nodes
+    sharing one machine: nodes sharing a temp folder would each unpack a
+    job's working dir over the one the driver runs in, and each print every
     node's log lines."""
     temp = tempfile.mkdtemp(prefix="ray-node-", dir="/tmp")  # short: Ray's sockets live in it
     NODE_FOLDERS.append(temp)
-    return cluster.add_node(num_cpus=1, dashboard_agent_listen_port=free_port(), temp_dir=temp,
-                            include_log_monitor=True)
+    return cluster.add_node(num_cpus=cpus, dashboard_agent_listen_port=free_port(),
+                            temp_dir=temp, include_log_monitor=True)
 
 
-def mlflow_server(folder: Path, endpoint: str):
-    """docs/cluster.md's ``mlflow server`` (step 2), its runs in SQLite in
-    ``folder`` and its artifacts in the bucket ``artifacts``, proxied to its
-    clients."""
+def mlflow_server(folder: Path, endpoint: str, database: str):
+    """docs/cluster.md's ``mlflow server`` (step 2), its runs in the
+    PostgreSQL ``database`` and its artifacts in the bucket ``artifacts``,
+    proxied to its clients."""
     from contextlib import contextmanager
 
     @contextmanager
     def serve():
         make_bucket(endpoint, "artifacts")
         port = free_port()
+        user, host = database.removeprefix("postgresql://").rsplit("/", 1)[0].split("@")
         script = documented_step(2, {**store_placeholders(endpoint), "<http://minio:9000>":
                                      endpoint, "5000": str(port), "<mlflow-host>": "127.0.0.1",
-                                     "s3://work/mlartifacts": "s3://artifacts"})
+                                     "s3://work/mlartifacts": "s3://artifacts",
+                                     "<db-password>": user.split(":")[1],
+                                     "<db-host>:5432": host})
         with process_group(["bash", "-ec", script], {**os.environ, "AWS_REGION":
                            KEYS["AWS_REGION"]}, folder, folder / "mlflow.log"):
             url = f"http://127.0.0.1:{port}"
@@ -219,8 +227,8 @@ def test_a_submitted_job_keeps_its_work_in_the_bucket_and_its_artifacts_in_the_s
     assert secret not in output
     assert [key for bucket in ("work", "artifacts")
             for key in objects_holding(services.endpoint, bucket, secret)] == []
-    databases = sorted(services.folder.glob("mlflow.db*"))  # the server's, with its journal
-    assert databases and not any(secret.encode() in path.read_bytes() for path in databases)
+    assert database_holds(services.database, run.info.run_id)  # the server's, in PostgreSQL
+    assert not database_holds(services.database, secret)
 
 
 EPOCHS, EVERY = 30, 2
@@ -326,24 +334,63 @@ def test_a_lost_node_costs_at_most_the_epochs_since_the_checkpoint_in_the_bucket
     assert max(first) - in_bucket <= EVERY, first  # epochs done, then lost: the bound
 
 
-def test_a_sweep_keeps_its_work_in_the_bucket_and_its_runs_in_the_server(services, tmp_path):
+TRIALS_AT_ONCE, SWEEP_EPOCHS, RUN_EPOCHS = 4, 2, 3
+LOCK_WORDS = ("database is locked", "deadlock", "could not serialize")
+
+
+def test_a_sweep_and_two_runs_at_once_are_all_recorded_in_postgresql(services, tmp_path):
+    """A sweep of 8 trials, 4 at once, its Tune state in the bucket, and two
+    runs submitted together beside it, all writing to the tracking server at
+    once (on a node of 4 more CPUs, added for them): every trial and run
+    FINISHED with each epoch once, and neither the server nor a job met a
+    locked database or a deadlock."""
     space = tmp_path / "space.yaml"
-    space.write_text("preset: smoke\nmetric: valid_hits_20\nsearch: grid\nmax_concurrent: 2\n"
+    space.write_text(f"preset: smoke\nmetric: valid_hits_20\nsearch: grid\n"
+                     f"max_concurrent: {TRIALS_AT_ONCE}\n"
                      "resources: {workers: 1, cpus_per_worker: 1}\n"
-                     "space:\n  lr: {grid: [0.01, 0.001]}\n")
-    done = submit(services, ["pipelines/tune.py", "--dataset", "ddi",
-                             "--space", str(space), *TINY, "--set", "epochs=2",
-                             "--data-root", DATA, "--work-dir", WORK, "--experiment", "sweep"],
-                  {})
+                     "space:\n  lr: {grid: [0.02, 0.01, 0.005, 0.001]}\n"
+                     "  num_neg: {grid: [1, 2]}\n")
+    node = add_worker_node(services.cluster, cpus=TRIALS_AT_ONCE)
+    try:
+        services.cluster.wait_for_nodes()
+        jobs = [f"together-{n}-{time.monotonic_ns()}" for n in range(2)]
+        for job in jobs:
+            done = submit(services, [*DOCUMENTED_JOB, *TINY, "--set", f"epochs={RUN_EPOCHS}",
+                                     "--experiment", "together"], {}, submission_id=job)
+            assert done.returncode == 0, done.stderr[-3000:]
+        done = submit(services, ["pipelines/tune.py", "--dataset", "ddi", "--space", str(space),
+                                 *TINY, "--set", f"epochs={SWEEP_EPOCHS}", "--data-root", DATA,
+                                 "--work-dir", WORK, "--experiment", "sweep"], {})
+        deadline = time.monotonic() + 300
+        while any(job_status(services, job) in ("PENDING", "RUNNING") for job in jobs):
+            assert time.monotonic() < deadline, job_logs(services, jobs[0])[-3000:]
+            time.sleep(1)
+    finally:
+        services.cluster.remove_node(node)
     output = done.stdout + done.stderr
     assert done.returncode == 0 and "succeeded" in output, output[-4000:]
+    logs = [job_logs(services, job) for job in jobs]
+    assert [job_status(services, job) for job in jobs] == ["SUCCEEDED"] * 2, logs
+    client = MlflowClient(services.tracking_uri)
     runs = runs_of(services, "sweep")
     (parent,) = [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
     children = [run for run in runs if run.data.tags.get("mlflow.parentRunId")
                 == parent.info.run_id]
-    assert len(children) == 2 and {run.info.status for run in children} == {"FINISHED"}
-    assert {run.data.params["lr"] for run in children} == {"0.01", "0.001"}
+    assert parent.info.status == "FINISHED"
+    assert len(children) == 8 and {run.info.status for run in children} == {"FINISHED"}
+    assert {(run.data.params["lr"], run.data.params["num_neg"]) for run in children} == {
+        (lr, num_neg) for lr in ("0.02", "0.01", "0.005", "0.001") for num_neg in ("1", "2")}
+    for run in children:
+        assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "train_loss")
+                      ) == list(range(1, SWEEP_EPOCHS + 1))
+    together = runs_of(services, "together")
+    assert len(together) == 2 and {run.info.status for run in together} == {"FINISHED"}
+    for run in together:
+        assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "train_loss")
+                      ) == list(range(1, RUN_EPOCHS + 1))
     assert any(key.startswith("plnlp/tune/") for key in bucket_keys(services.endpoint, "work"))
+    said = "\n".join([output, *logs, (services.folder / "mlflow.log").read_text()]).lower()
+    assert not [words for words in LOCK_WORDS if words in said], said[-4000:]
 
 
 def job_status(services: Services, job: str) -> str:
