@@ -1981,9 +1981,6 @@ def test_a_compiled_pipeline_whose_defaults_cannot_run_is_refused(tmp_path, caps
 
 # A tracking server away past the patience ----------------------------------------------------
 
-EPOCHS = 40  # of the runs the tracking server goes away from, 0.3-0.7 s each
-
-
 def printed_epochs(log: Path) -> int:
     """The last epoch the run's log shows, 0 if none."""
     return max((int(n) for n in re.findall(r"epoch (\d+)/\d+ ", log.read_text())),
@@ -1997,8 +1994,9 @@ def wait_until(condition, log: Path, within_s: float) -> None:
         time.sleep(0.2)
 
 
-def run_command(ddi_root: Path, tmp_path: Path, uri: str, epochs: int = EPOCHS
-                ) -> tuple[list, dict]:
+def run_command(ddi_root: Path, tmp_path: Path, uri: str, epochs: int) -> tuple[list, dict]:
+    """The smoke run of ``epochs`` short epochs (0.3-0.7 s each) that the
+    tracking server at ``uri`` goes away from, and its environment."""
     argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE, "--data-root",
             str(ddi_root), "--work-dir", str(tmp_path / "work"), "--set", f"epochs={epochs}",
             "--set", "max_batches_per_epoch=2", "--set", "checkpoint_every=5"]
