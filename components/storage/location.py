@@ -15,6 +15,7 @@ its file system in the process that uses it. Object stores have no atomic
 rename; writers here upload whole objects (each ``PUT`` is atomic) and name
 what is complete last (see :mod:`components.storage.stage_cache`).
 """
+import contextvars
 import functools
 import getpass
 import os
@@ -28,6 +29,7 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
+from components.storage.store_retries import patient_s3
 from plnlp_core.data.publishing import written_file
 from plnlp_core.errors import PLNLPError
 
@@ -185,9 +187,10 @@ def check_writable(folder: Location, flag: str) -> None:
         return
     probe = folder / f".plnlp-probe-{os.getpid()}-{os.urandom(4).hex()}"
     try:
-        probe.write_text("probe")
-        probe.read_text()
-        probe.filesystem.delete_file(probe.path)
+        with _without_patience():
+            probe.write_text("probe")
+            probe.read_text()
+            probe.filesystem.delete_file(probe.path)
     except StoreUnreachable as error:
         problem = error.problem
     except PLNLPError:
@@ -204,10 +207,11 @@ def check_listable(folder: Location, flag: str) -> None:
     that does not answer, a bucket that does not exist or an empty folder."""
     problem = None
     try:
-        bucket = folder.path.split("/", 1)[0]
-        if folder.filesystem.get_file_info(bucket).type == pafs.FileType.NotFound:
-            raise OSError("NoSuchBucket")
-        found = folder.files()
+        with _without_patience():
+            bucket = folder.path.split("/", 1)[0]
+            if folder.filesystem.get_file_info(bucket).type == pafs.FileType.NotFound:
+                raise OSError("NoSuchBucket")
+            found = folder.files()
     except StoreUnreachable as error:
         problem = error.problem
     except PLNLPError:
@@ -254,16 +258,34 @@ def storage_problem(error: BaseException, uri: str = "") -> str:
     return text.splitlines()[0][:200] if text else type(error).__name__
 
 
-@functools.lru_cache(maxsize=32)
-def _root_filesystem(root: str) -> tuple[pafs.FileSystem, str]:
+_PATIENT = contextvars.ContextVar("patient", default=True)
+
+
+@contextmanager
+def _without_patience() -> Iterator[None]:
+    """Within the block, a store that does not answer is refused at once,
+    not waited for (:mod:`components.storage.store_retries`): the checks
+    before any work, where it means a wrong endpoint, not an outage."""
+    token = _PATIENT.set(False)
     try:
-        return pafs.FileSystem.from_uri(root)
+        yield
+    finally:
+        _PATIENT.reset(token)
+
+
+@functools.lru_cache(maxsize=32)
+def _root_filesystem(root: str, patient: bool = True) -> tuple[pafs.FileSystem, str]:
+    try:
+        filesystem, path = pafs.FileSystem.from_uri(root)
     except (OSError, ValueError) as error:
         problem = storage_problem(error, root)
         if problem.startswith(KNOWN_PROBLEMS):  # a store of a kind it reads, not reached
             raise StoreUnreachable(root, problem) from None
         raise PLNLPError(f"{root} is no storage this product can reach ({problem}); give a "
                          "local folder or an s3://, gs:// or abfs:// URI.") from None
+    if patient and isinstance(filesystem, pafs.S3FileSystem) and "@" not in root:  # no keys
+        filesystem = patient_s3(filesystem.region)
+    return filesystem, path
 
 
 KNOWN_PROBLEMS = ("the store does not answer", "the bucket does not exist",
@@ -285,7 +307,7 @@ def _resolve(uri: str) -> tuple[pafs.FileSystem, str]:
     if not is_uri(uri):
         return pafs.LocalFileSystem(), uri
     parts = urlsplit(uri)
-    filesystem, root_path = _root_filesystem(f"{parts.scheme}://{parts.netloc}")
+    filesystem, root_path = _root_filesystem(f"{parts.scheme}://{parts.netloc}", _PATIENT.get())
     return filesystem, f"{root_path.rstrip('/')}/{parts.path.strip('/')}".rstrip("/")
 
 

@@ -5,6 +5,7 @@ a store that cannot be used is refused in one sentence naming its URI."""
 import json
 import os
 import threading
+import time
 
 import pytest
 
@@ -12,8 +13,9 @@ from components.storage import location as storage
 from components.storage.location import Location, check_listable, check_writable, local_copy
 from components.storage.manifest import MANIFEST
 from components.storage.stage_cache import cached, local_entry, lookup
+from components.storage.store_retries import PATIENCE_ENV, retry_attempts
 from plnlp_core.errors import PLNLPError
-from tests.object_store import bucket_keys, make_bucket, s3_env, s3_server
+from tests.object_store import PausableProxy, bucket_keys, make_bucket, s3_env, s3_server
 
 INPUTS = {"dataset": "demo", "files": {"a": [1, 2]}}
 
@@ -157,6 +159,43 @@ def test_an_endpoint_that_does_not_answer_is_refused_naming_its_uri_and_the_endp
             f"(AWS_ENDPOINT_URL={endpoint}); check")
     finally:
         storage._root_filesystem.cache_clear()
+
+
+def test_a_store_that_stops_answering_for_a_while_is_waited_for(s3, monkeypatch):
+    """The store's endpoint refuses connections for 3 s while a file is
+    written: the write is retried and goes through; with a patience of 1 s
+    (``PLNLP_STORE_PATIENCE_S``) an outage past it fails the write, within
+    twice the patience. pyarrow's own 3 tries would have failed at once."""
+    proxy = PausableProxy(s3)
+    proxy.up()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+    storage._root_filesystem.cache_clear()
+    try:
+        make_bucket(s3, "outage")
+        target = Location("s3://outage/entry.txt")
+        target.write_text("before")
+        proxy.down()
+        threading.Timer(3, proxy.up).start()
+        started = time.monotonic()
+        target.write_text("during")
+        assert time.monotonic() - started >= 2.5  # waited for the store, not refused
+        assert target.read_text() == "during"
+        monkeypatch.setenv(PATIENCE_ENV, "1")
+        storage._root_filesystem.cache_clear()
+        target.read_text()  # the file system of this patience, made while the store answers
+        proxy.down()
+        started = time.monotonic()
+        with pytest.raises(OSError, match="NETWORK_CONNECTION"):
+            target.write_text("after")
+        assert 1 <= time.monotonic() - started <= 4
+    finally:
+        storage._root_filesystem.cache_clear()
+
+
+def test_the_retries_reach_the_patience_and_never_fewer_than_pyarrows():
+    waits = {patience: 0.025 * 2 ** retry_attempts(patience) for patience in (1, 30, 120, 600)}
+    assert all(patience <= wait <= 2 * patience for patience, wait in waits.items()), waits
+    assert retry_attempts(0) == 3
 
 
 def bucket_keys_of(bucket: str) -> list[str]:
