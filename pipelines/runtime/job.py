@@ -16,6 +16,7 @@ import ray
 import torch
 
 from components.recording.driver_presence import driver_heartbeat, end_abandoned_runs
+from components.recording.metric_delivery import spoken_duration
 from components.recording.reads import active_run_info, get_run, run_names, tracking_uri
 from components.recording.runs import end_run, mark_training_experiment, open_experiment, start_run
 from components.recording.store import (
@@ -26,6 +27,7 @@ from components.recording.store import (
 from components.recording.tracking import clear_failure, mark_failed
 from components.storage.location import Location, check_listable, check_writable, is_uri
 from components.storage.split_meta import DatasetMeta
+from components.storage.store_retries import store_patience_s
 from components.train.startup import mark
 from components.train.workers import WorkerGroup
 from pipelines.runtime.home_folder import keep_home_clean
@@ -215,7 +217,25 @@ def describe_failure(error: BaseException) -> str:
         cause, torch.cuda.OutOfMemoryError) or "CUDA out of memory" in str(cause)]
     if out_of_memory:  # the innermost says how much it wanted
         return gpu_out_of_memory_reason(out_of_memory[-1], _active_params())
+    store_away = [cause for cause in causes(error) if STORE_AWAY in str(cause)]
+    if store_away:
+        return store_away_reason(store_away[-1])
     return failure_reason(error)
+
+
+STORE_AWAY = "AWS Error NETWORK_CONNECTION"  # pyarrow's word for an S3 store that did not answer
+
+
+def store_away_reason(error: BaseException) -> str:
+    """The sentence for an object store that did not answer within its
+    patience (``components.storage.store_retries``): what is kept, and how
+    to go on."""
+    run = active_run_info()
+    again = f"python pipelines/run.py --resume {run.run_id}" if run else "the same command"
+    return without_credentials(
+        f"the object store did not answer for over {spoken_duration(store_patience_s())} "
+        f"({first_line(error)}); the run's complete checkpoints are kept: once the store "
+        f"answers, go on with {again}.")
 
 
 def gpu_out_of_memory_reason(error: BaseException, params: dict[str, str]) -> str:
