@@ -49,7 +49,8 @@ def no_ray_shutdown(monkeypatch):
 
 def interrupt_mid_trial(uri: str, experiment: str, timeout: float = 400) -> threading.Thread:
     """A thread that sends this process SIGINT once one trial has ended and
-    the next has logged an epoch."""
+    the next has logged an epoch past its first checkpoint (a trial logs
+    each epoch as it ends, so its first epoch comes before any checkpoint)."""
     def watch() -> None:
         client, deadline = MlflowClient(uri), time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -58,7 +59,8 @@ def interrupt_mid_trial(uri: str, experiment: str, timeout: float = 400) -> thre
             trials = [r for r in runs if TRIAL_TAG in r.data.tags]
             if any(OUTCOME_TAG in r.data.tags for r in trials) and any(
                     OUTCOME_TAG not in r.data.tags
-                    and client.get_metric_history(r.info.run_id, "train_loss") for r in trials):
+                    and len(client.get_metric_history(r.info.run_id, "train_loss"))
+                    > CHECKPOINT_EVERY for r in trials):
                 os.kill(os.getpid(), signal.SIGINT)
                 return
             time.sleep(0.2)
