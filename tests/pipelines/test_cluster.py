@@ -17,6 +17,7 @@ import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psutil
 import pytest
@@ -140,12 +141,12 @@ def mlflow_server(folder: Path, endpoint: str, database: str):
     def serve():
         make_bucket(endpoint, "artifacts")
         port = free_port()
-        user, host = database.removeprefix("postgresql://").rsplit("/", 1)[0].split("@")
+        db = urlsplit(database)
         script = documented_step(2, {**store_placeholders(endpoint), "<http://minio:9000>":
                                      endpoint, "5000": str(port), "<mlflow-host>": "127.0.0.1",
                                      "s3://work/mlartifacts": "s3://artifacts",
-                                     "<db-password>": user.split(":")[1],
-                                     "<db-host>:5432": host})
+                                     "<db-password>": db.password,
+                                     "<db-host>:5432": f"{db.hostname}:{db.port}"})
         with process_group(["bash", "-ec", script], {**os.environ, "AWS_REGION":
                            KEYS["AWS_REGION"]}, folder, folder / "mlflow.log"):
             url = f"http://127.0.0.1:{port}"
