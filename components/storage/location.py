@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from components.storage.store_retries import patient_s3
+from components.storage.store_retries import patient_s3, s3_endpoint
 from plnlp_core.data.publishing import written_file
 from plnlp_core.errors import PLNLPError
 
@@ -297,7 +297,7 @@ def _endpoint(uri: str) -> str:
     endpoint was asked for want of one; nothing for other stores."""
     if not uri.startswith("s3://"):
         return ""
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    endpoint = s3_endpoint()
     return f" (AWS_ENDPOINT_URL={endpoint})" if endpoint else \
         " (AWS_ENDPOINT_URL is not set, so AWS itself was asked)"
 

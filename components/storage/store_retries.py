@@ -31,13 +31,17 @@ def retry_attempts(patience_s: float) -> int:
     return max(3, math.ceil(math.log2(max(patience_s, FIRST_WAIT_S) / FIRST_WAIT_S)))
 
 
+def s3_endpoint() -> str | None:
+    """The S3 endpoint the environment names: ``AWS_ENDPOINT_URL_S3``, else
+    ``AWS_ENDPOINT_URL``, as ``pyarrow.fs.FileSystem.from_uri`` reads them
+    (``None``: AWS itself)."""
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
 def patient_s3(region: str) -> pafs.S3FileSystem:
     """An S3 file system in ``region`` that retries for the store's
-    patience, at the endpoint the environment names
-    (``AWS_ENDPOINT_URL_S3``, else ``AWS_ENDPOINT_URL``, as
-    ``pyarrow.fs.FileSystem.from_uri`` reads them), with the credentials
-    the environment holds."""
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    patience, at :func:`s3_endpoint`, with the credentials the environment
+    holds."""
     strategy = pafs.AwsDefaultS3RetryStrategy(max_attempts=retry_attempts(store_patience_s()))
-    return pafs.S3FileSystem(region=region, endpoint_override=endpoint or None,
+    return pafs.S3FileSystem(region=region, endpoint_override=s3_endpoint(),
                              retry_strategy=strategy)
