@@ -239,11 +239,17 @@ class StoreUnreachable(PLNLPError):
         self.problem = problem
 
 
+def store_did_not_answer(error: BaseException) -> bool:
+    """Whether ``error`` is an object store's that did not answer (pyarrow's
+    ``NETWORK_CONNECTION``: refused, unreachable, timed out)."""
+    return "NETWORK_CONNECTION" in str(error)
+
+
 def storage_problem(error: BaseException, uri: str = "") -> str:
     """What an object store's error means, in a few words; for a store at
     ``uri`` that does not answer, which endpoint was asked."""
     text = str(error)
-    if "NETWORK_CONNECTION" in text:
+    if store_did_not_answer(error):
         return f"the store does not answer{_endpoint(uri)}"
     known = {"NO_SUCH_BUCKET": "the bucket does not exist",
              "NoSuchBucket": "the bucket does not exist",

@@ -25,7 +25,13 @@ from components.recording.store import (
     tracking_store_lock,
 )
 from components.recording.tracking import clear_failure, mark_failed
-from components.storage.location import Location, check_listable, check_writable, is_uri
+from components.storage.location import (
+    Location,
+    check_listable,
+    check_writable,
+    is_uri,
+    store_did_not_answer,
+)
 from components.storage.split_meta import DatasetMeta
 from components.storage.store_retries import store_patience_s
 from components.train.startup import mark
@@ -217,13 +223,10 @@ def describe_failure(error: BaseException) -> str:
         cause, torch.cuda.OutOfMemoryError) or "CUDA out of memory" in str(cause)]
     if out_of_memory:  # the innermost says how much it wanted
         return gpu_out_of_memory_reason(out_of_memory[-1], _active_params())
-    store_away = [cause for cause in causes(error) if STORE_AWAY in str(cause)]
+    store_away = [cause for cause in causes(error) if store_did_not_answer(cause)]
     if store_away:
         return store_away_reason(store_away[-1])
     return failure_reason(error)
-
-
-STORE_AWAY = "AWS Error NETWORK_CONNECTION"  # pyarrow's word for an S3 store that did not answer
 
 
 def store_away_reason(error: BaseException) -> str:
