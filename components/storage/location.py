@@ -29,7 +29,12 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from components.storage.store_retries import patient_s3, s3_endpoint
+from components.storage.store_retries import (
+    patient_s3,
+    s3_endpoint,
+    store_did_not_answer,
+    waited_for,
+)
 from plnlp_core.data.publishing import written_file
 from plnlp_core.errors import PLNLPError
 
@@ -76,6 +81,15 @@ class Location:
     def path(self) -> str:
         """The path inside :attr:`filesystem` (``bucket/prefix`` in a store)."""
         return _resolve(self.uri)[1]
+
+    def ray_storage(self) -> tuple[str, pafs.FileSystem | None]:
+        """This folder as Ray Train and Tune take it: a path and the file
+        system it is in (``storage_path`` and ``storage_filesystem``). In
+        object storage, its path in this product's own file system, patient
+        with a store that stops answering
+        (:mod:`components.storage.store_retries`); a local folder as itself,
+        its file system left to Ray."""
+        return (self.uri, None) if self.is_local else (self.path, self.filesystem)
 
     def __truediv__(self, name: str) -> "Location":
         return Location(f"{self.uri}/{name}")
@@ -239,12 +253,6 @@ class StoreUnreachable(PLNLPError):
         self.problem = problem
 
 
-def store_did_not_answer(error: BaseException) -> bool:
-    """Whether ``error`` is an object store's that did not answer (pyarrow's
-    ``NETWORK_CONNECTION``: refused, unreachable, timed out)."""
-    return "NETWORK_CONNECTION" in str(error)
-
-
 def storage_problem(error: BaseException, uri: str = "") -> str:
     """What an object store's error means, in a few words; for a store at
     ``uri`` that does not answer, which endpoint was asked."""
@@ -282,7 +290,8 @@ def _without_patience() -> Iterator[None]:
 @functools.lru_cache(maxsize=32)
 def _root_filesystem(root: str, patient: bool = True) -> tuple[pafs.FileSystem, str]:
     try:
-        filesystem, path = pafs.FileSystem.from_uri(root)
+        filesystem, path = (waited_for(lambda: pafs.FileSystem.from_uri(root)) if patient
+                            else pafs.FileSystem.from_uri(root))
     except (OSError, ValueError) as error:
         problem = storage_problem(error, root)
         if problem.startswith(KNOWN_PROBLEMS):  # a store of a kind it reads, not reached

@@ -97,8 +97,9 @@ def fit_worker_group(loop_config: dict, workers: WorkerGroup, storage: Location,
     not retry; such a run is fitted again under the same name, so that it
     goes on from its newest checkpoint, as a worker lost later does, up to
     ``max_failures`` more times."""
+    storage_path, storage_filesystem = storage.ray_storage()
     run_config = ray.train.RunConfig(
-        name=name, storage_path=storage.uri,
+        name=name, storage_path=storage_path, storage_filesystem=storage_filesystem,
         checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
         failure_config=ray.train.FailureConfig(max_failures=max_failures),
         callbacks=callbacks, logging_config=ray.train.LoggingConfig(log_level="WARNING"),

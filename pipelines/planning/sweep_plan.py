@@ -134,6 +134,7 @@ def resumed_sweep(request: SweepRequest, source: GraphSource) -> tuple[SearchSpa
 
     from components.recording.driver_presence import refuse_a_driven_run
     from components.recording.reads import experiment_name
+    from components.storage.location import Location
 
     run = _sweep_run(request.resume)
     params = run.data.params
@@ -149,7 +150,7 @@ def resumed_sweep(request: SweepRequest, source: GraphSource) -> tuple[SearchSpa
                          "of --resume.")
     refuse_a_driven_run(run)
     state = run.data.tags.get(TUNE_STATE_TAG)
-    if state is None or not tune.Tuner.can_restore(state):
+    if state is None or not tune.Tuner.can_restore(*Location(state).ray_storage()):
         raise PLNLPError(f"sweep {request.resume} cannot go on: its Ray Tune state is gone "
                          f"({state or 'the sweep recorded none'}); start a new sweep.")
     return recorded_space(run, source), experiment_name(run.info.experiment_id)

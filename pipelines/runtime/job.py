@@ -30,10 +30,9 @@ from components.storage.location import (
     check_listable,
     check_writable,
     is_uri,
-    store_did_not_answer,
 )
 from components.storage.split_meta import DatasetMeta
-from components.storage.store_retries import store_patience_s
+from components.storage.store_retries import store_did_not_answer, store_patience_s
 from components.train.startup import mark
 from components.train.workers import WorkerGroup
 from pipelines.runtime.home_folder import keep_home_clean

@@ -89,8 +89,10 @@ def sweep(plan: SweepPlan) -> object:
                              options=options), trial_resources(space))
     if request.resume is not None:  # failed trials stay failed, as the trials' table has them
         state = Location(get_run(parent.run_id).data.tags[TUNE_STATE_TAG])  # the tag's URI
-        tuner = tune.Tuner.restore(state.uri, trainable, resume_unfinished=True,
-                                   resume_errored=False, restart_errored=False)
+        path, filesystem = state.ray_storage()
+        tuner = tune.Tuner.restore(path, trainable, resume_unfinished=True,
+                                   resume_errored=False, restart_errored=False,
+                                   storage_filesystem=filesystem)
     else:  # from here on, an interrupt leaves a sweep that --resume goes on with
         state = tune_state(roots.work, parent.run_id)
         tag_run(TUNE_STATE_TAG, state.uri)
@@ -147,6 +149,7 @@ def new_tuner(space: SearchSpace, trainable: object, state: "Location", run_id: 
     from components.recording.tracking import log_config
     from pipelines.runtime.job import describe_failure
 
+    storage_path, storage_filesystem = state.parent.ray_storage()
     outcomes = TrialOutcomes(describe_failure, space.metric, run_id, lambda settings: log_config(
         space.base.replace(**settings), space.trial_params()))
     return tune.Tuner(
@@ -157,7 +160,8 @@ def new_tuner(space: SearchSpace, trainable: object, state: "Location", run_id: 
             max_concurrent_trials=space.concurrency(ray.cluster_resources()),
             reuse_actors=True),  # see SweepTrial.reset_config
         run_config=tune.RunConfig(
-            storage_path=state.parent.uri, name=state.name, callbacks=[outcomes],
+            name=state.name, storage_path=storage_path, storage_filesystem=storage_filesystem,
+            callbacks=[outcomes],
             verbose=1 if verbose else 0,
             failure_config=tune.FailureConfig(
                 max_failures=max_failures if space.resources.workers == 1 else 0)))

@@ -4,6 +4,7 @@ checked by sha256, and two builders of one key do not spoil each other;
 a store that cannot be used is refused in one sentence naming its URI."""
 import json
 import os
+import pickle
 import threading
 import time
 
@@ -13,7 +14,12 @@ from components.storage import location as storage
 from components.storage.location import Location, check_listable, check_writable, local_copy
 from components.storage.manifest import MANIFEST
 from components.storage.stage_cache import cached, local_entry, lookup
-from components.storage.store_retries import PATIENCE_ENV, retry_attempts
+from components.storage.store_retries import (
+    PATIENCE_ENV,
+    PatientS3FileSystem,
+    retry_attempts,
+    waited_for,
+)
 from plnlp_core.errors import PLNLPError
 from tests.object_store import PausableProxy, bucket_keys, make_bucket, s3_env, s3_server
 
@@ -190,6 +196,60 @@ def test_a_store_that_stops_answering_for_a_while_is_waited_for(s3, monkeypatch)
         assert 1 <= time.monotonic() - started <= 4
     finally:
         storage._root_filesystem.cache_clear()
+
+
+def test_ray_storage_in_a_bucket_keeps_its_patience_in_the_process_it_is_pickled_into(
+        s3, monkeypatch):
+    """Ray Train and Tune get a bucket's folder as a path and the product's
+    file system, which reaches their workers pickled: the copy waits out a
+    3 s outage as the original does (pyarrow's own drops its retries when
+    pickled). A local folder is left to Ray."""
+    proxy = PausableProxy(s3)
+    proxy.up()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+    storage._root_filesystem.cache_clear()
+    try:
+        make_bucket(s3, "pickled")
+        path, filesystem = Location("s3://pickled/state").ray_storage()
+        copy = pickle.loads(pickle.dumps(filesystem))
+        assert path == "pickled/state" and isinstance(copy, PatientS3FileSystem)
+        proxy.down()
+        threading.Timer(3, proxy.up).start()
+        started = time.monotonic()
+        with copy.open_output_stream(f"{path}/experiment_state.json") as stream:
+            stream.write(b"{}")
+        assert time.monotonic() - started >= 2.5
+        assert Location("s3://pickled/state/experiment_state.json").read_text() == "{}"
+    finally:
+        storage._root_filesystem.cache_clear()
+    assert Location("/tmp/state").ray_storage() == ("/tmp/state", None)
+
+
+def test_what_pyarrow_asks_before_it_has_a_file_system_is_asked_again_within_the_patience(
+        monkeypatch):
+    """pyarrow finds an AWS bucket's region with a request of its own, before
+    there is a file system to retry with (``waited_for`` around
+    ``FileSystem.from_uri``): a store that does not answer it is asked again
+    until it does, within the patience; past the patience, or for any other
+    error, the error is raised."""
+    calls = []
+
+    def region_lookup(failures: int, error: str = "AWS Error NETWORK_CONNECTION"):
+        calls.append(time.monotonic())
+        if len(calls) <= failures:
+            raise OSError(f"When resolving region for bucket 'b': {error}")
+        return "us-east-1"
+
+    assert waited_for(lambda: region_lookup(3)) == "us-east-1" and len(calls) == 4
+    calls.clear()
+    with pytest.raises(OSError, match="ACCESS_DENIED"):
+        waited_for(lambda: region_lookup(3, "AWS Error ACCESS_DENIED"))
+    assert len(calls) == 1
+    monkeypatch.setenv(PATIENCE_ENV, "0.5")
+    calls.clear()
+    with pytest.raises(OSError, match="NETWORK_CONNECTION"):
+        waited_for(lambda: region_lookup(10 ** 6))
+    assert 0.5 <= calls[-1] - calls[0] < 1.5 and len(calls) >= 5  # doubling from 25 ms
 
 
 def test_the_retries_reach_the_patience_and_never_fewer_than_pyarrows():
