@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import mlflow
@@ -91,6 +92,23 @@ def bash_block(document: Path, section: str) -> str:
     return re.search(r"```bash\n(.*?)```", text, re.DOTALL).group(1)
 
 
+def both_nodes_counted(port: str, env: dict[str, str]) -> bool:
+    """Whether ``ray status`` of the head on ``port`` counts both nodes' 4
+    CPUs within 30 s: the block's own ``ray status``, run right after the
+    second node started, may come before Ray's autoscaler state has it."""
+    token = (Path.home() / ".ray" / "auth_token").read_text().strip()
+    status = ["ray", "status", "--address", f"127.0.0.1:{port}"]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done = subprocess.run(status, env={**env, "RAY_AUTH_MODE": "token",
+                                           "RAY_AUTH_TOKEN": token},
+                              capture_output=True, text=True, timeout=60)
+        if "4.0 CPU" in done.stdout:
+            return True
+        time.sleep(1)
+    return False
+
+
 def processes_of(folder: str) -> list[psutil.Process]:
     """This machine's processes whose command line names ``folder``."""
     found = []
@@ -133,7 +151,9 @@ def test_the_sharing_one_machine_commands_of_cluster_md_run_as_written(standin_r
             output = done.stdout + done.stderr
             if name == "steps.sh":
                 assert done.returncode == 0, output[-3000:]
-                assert "4.0 CPU" in output and "succeeded" in output, output[-3000:]
+                assert "succeeded" in output, output[-3000:]
+                head = re.search(r"ray start --head .*?--port (\d+)", steps[0]).group(1)
+                assert "4.0 CPU" in output or both_nodes_counted(head, env), output[-3000:]
                 assert "Errno" not in output, output[-3000:]
                 assert len(re.findall(r"\) epoch 1/2 ", output)) == 1, output[-3000:]
                 assert (current.read_bytes() if current.exists() else None) == before
