@@ -146,14 +146,15 @@ class MetricSender:
 
         tries = 0
         while True:
+            sent_at = time.time()
             try:
                 delivery(client)
             except MlflowException as error:
                 if error.error_code not in PASSING_ERRORS:
                     return self._failed_for_good(error)
-                self._failed(error)
+                self._failed(error, sent_at)
             except OSError as error:  # a file store's disk, a socket below the client
-                self._failed(error)
+                self._failed(error, sent_at)
             else:
                 self._answered()
                 return True
@@ -161,11 +162,13 @@ class MetricSender:
             self._hurry.clear()
             tries += 1
 
-    def _failed(self, error: Exception) -> None:
+    def _failed(self, error: Exception, sent_at: float) -> None:
+        """Notes a failed try; the outage counts from when its request was
+        sent, since MLflow's client retries it for minutes before it fails."""
         with self._changed:
             self.last_error = first_line(error)
             if self.failing_since is None:
-                self.failing_since = time.time()
+                self.failing_since = sent_at
                 print(f"MLflow's tracking server does not answer ({self.last_error}); training "
                       f"goes on, and its epochs are logged once the server is back.",
                       file=sys.__stdout__, flush=True)

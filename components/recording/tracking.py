@@ -1,8 +1,10 @@
 """MLflow records of a pipeline run: settings, per-epoch table, learning
 curve, checkpoint and final metrics."""
+import contextlib
+import os
 import statistics
 import tempfile
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -153,8 +155,43 @@ def clear_failure() -> None:
             mlflow.delete_tag(tag)
 
 
-def mark_failed(reason: str) -> None:
-    """Ends every active run as FAILED, with the reason as a tag."""
-    while mlflow.active_run() is not None:
-        mlflow.set_tag(FAILURE_TAG, reason[:5000])
-        mlflow.end_run(status="FAILED")
+def mark_failed(reason: str, tracking_away: bool = False) -> None:
+    """Ends every active run as FAILED, with the reason as a tag; raises the
+    first error of a store that did not take it. Every run is let go either
+    way, so that the process's exit does not try again (MLflow ends the
+    runs still active at exit, with its client's retries: minutes against a
+    server that does not answer). With ``tracking_away`` (the run failed
+    because the tracking server stayed away past its patience) each request
+    is tried once, not with those retries."""
+    errors = []
+    with _tried_once(tracking_away):
+        while mlflow.active_run() is not None:
+            for end in (lambda: mlflow.set_tag(FAILURE_TAG, reason[:5000]),
+                        lambda: mlflow.end_run(status="FAILED")):  # which lets go of the run
+                try:
+                    end()
+                except Exception as error:  # the store away: the next command marks the run
+                    errors.append(error)
+    if errors:
+        raise errors[0]
+
+
+@contextlib.contextmanager
+def _tried_once(once: bool) -> Iterator[None]:
+    """Within the block, with ``once``, MLflow's client sends each request
+    once (``MLFLOW_HTTP_REQUEST_MAX_RETRIES=0``, read at every request)."""
+    if not once:
+        yield
+        return
+    before = os.environ.get(CLIENT_RETRIES)
+    os.environ[CLIENT_RETRIES] = "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[CLIENT_RETRIES]
+        else:
+            os.environ[CLIENT_RETRIES] = before
+
+
+CLIENT_RETRIES = "MLFLOW_HTTP_REQUEST_MAX_RETRIES"

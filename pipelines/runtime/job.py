@@ -16,7 +16,7 @@ import ray
 import torch
 
 from components.recording.driver_presence import driver_heartbeat, end_abandoned_runs
-from components.recording.metric_delivery import spoken_duration
+from components.recording.metric_delivery import MetricsUndelivered, spoken_duration
 from components.recording.reads import active_run_info, get_run, run_names, tracking_uri
 from components.recording.runs import end_run, mark_training_experiment, open_experiment, start_run
 from components.recording.store import (
@@ -140,7 +140,8 @@ def execute(
     except Exception as error:  # the run is recorded as failed, then the error is shown
         reason = describe_failure(error)
         try:
-            mark_failed(reason)
+            mark_failed(reason, tracking_away=any(
+                isinstance(cause, MetricsUndelivered) for cause in causes(error)))
         except Exception as unrecorded:  # the tracking store is away too
             reason += (f" (and its MLflow run could not be marked FAILED: "
                        f"{failure_reason(unrecorded)})")

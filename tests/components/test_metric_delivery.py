@@ -77,6 +77,23 @@ def test_a_server_away_past_the_patience_fails_with_how_to_resume(capfd):
                             "run1`, which logs them.")
 
 
+def test_the_patience_counts_from_when_the_failing_request_was_sent():
+    """MLflow's client retries a request for minutes before it fails: the
+    outage is counted from when the request went, so a run whose patience
+    has passed by then fails at once instead of waiting it out again."""
+    sender = MetricSender("http://127.0.0.1:5000", "run1", patience_s=2.0)
+
+    def retried_by_the_client(client: object) -> None:
+        time.sleep(2.2)
+        raise unreachable()
+
+    sender.send(retried_by_the_client)
+    started = time.perf_counter()
+    with pytest.raises(MetricsUndelivered, match=r"has not answered for \d s"):
+        sender.deliver()
+    assert time.perf_counter() - started < 4  # not 2.2 s and then the 2 s patience again
+
+
 def test_a_refused_delivery_is_not_tried_again_and_says_why():
     tries = []
 

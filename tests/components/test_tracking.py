@@ -1,11 +1,16 @@
 """The run's description, MLflow's ``mlflow.note.content``: what the run
-page shows first."""
+page shows first; and how a failed run is let go."""
+import os
+import time
+
 import mlflow
+import pytest
 from mlflow.tracking import MlflowClient
 
 from components.recording.names import DESCRIPTION_TAG
 from components.recording.runs import open_experiment
-from components.recording.tracking import describe_run, run_description
+from components.recording.tracking import describe_run, mark_failed, run_description
+from tests.processes import free_port
 
 FINAL = {"final_valid_hits_20": 0.0406, "final_test_hits_20": 0.009,
          "final_valid_hits_100": 0.1383, "final_test_hits_100": 0.0836}
@@ -52,3 +57,20 @@ def test_an_experiment_another_command_creates_at_the_same_moment_is_opened(
     first = MlflowClient(mlflow_store).create_experiment("together")
     monkeypatch.setattr(mlflow, "get_experiment_by_name", lambda name: None)
     assert open_experiment("together") == first
+
+
+def test_a_run_failed_by_an_absent_server_is_let_go_after_one_try(mlflow_store, monkeypatch):
+    """The tracking server stayed away past the run's patience: marking the
+    run FAILED tries each request once (not MLflow's minutes of retries),
+    raises the store's error, and lets go of the run, so that the process's
+    exit does not try again."""
+    mlflow.set_experiment("away")
+    mlflow.start_run()
+    mlflow.start_run(nested=True)
+    monkeypatch.delenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", raising=False)
+    mlflow.set_tracking_uri(f"http://127.0.0.1:{free_port()}")
+    started = time.monotonic()
+    with pytest.raises(Exception, match="Connection refused|Max retries"):
+        mark_failed("the tracking server has not answered", tracking_away=True)
+    assert time.monotonic() - started < 10
+    assert mlflow.active_run() is None and "MLFLOW_HTTP_REQUEST_MAX_RETRIES" not in os.environ
