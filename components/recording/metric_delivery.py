@@ -20,7 +20,7 @@ PATIENCE_ENV = "PLNLP_TRACKING_PATIENCE_S"
 PATIENCE_S = 3600.0
 """Seconds a run waits, once its training has ended, for a tracking server
 that stopped answering (``PLNLP_TRACKING_PATIENCE_S`` sets it); counted
-from the first failed delivery. Training goes on meanwhile however long
+from when the first failed delivery was sent. Training goes on meanwhile however long
 the server is away; what it measured stays in its checkpoints."""
 DELIVERY_GAP_S = 2.0
 """Fewest seconds between two deliveries, unless someone waits for them
@@ -54,7 +54,7 @@ class MetricSender:
         tracking_uri (str): The MLflow tracking URI.
         run_id (str): The run the deliveries log to.
         patience_s (float, optional): How long :meth:`deliver` waits, from
-            the first failed try (default :data:`PATIENCE_S`, or the
+            the first failed request (default :data:`PATIENCE_S`, or the
             ``PLNLP_TRACKING_PATIENCE_S`` environment variable).
     """
 
