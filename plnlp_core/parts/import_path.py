@@ -15,6 +15,7 @@ import re
 import sys
 from pathlib import Path
 
+from plnlp_core.choices import PART_KINDS
 from plnlp_core.errors import PLNLPError, first_line
 
 SEPARATOR = ":"
@@ -26,6 +27,13 @@ GUIDE = "docs/extending.md"
 def is_import_path(name: object) -> bool:
     """Whether ``name`` names a part by import path rather than a built-in name."""
     return isinstance(name, str) and SEPARATOR in name
+
+
+def own_parts(config: object) -> dict[str, str]:
+    """Each part of one's own a config names: its kind (``encoder``, ...) to
+    its import path."""
+    return {kind: getattr(config, kind) for kind in PART_KINDS
+            if is_import_path(getattr(config, kind))}
 
 
 def with_article(kind: str) -> str:
