@@ -101,7 +101,7 @@ def code_location(path: str) -> Path:
     package, or the file of a top-level module (what a logged model carries
     so that it loads where the package is not installed)."""
     module_name = path.partition(SEPARATOR)[0]
-    file = Path(importlib.import_module(module_name).__file__).resolve()
+    file = module_file(module_name)
     location = file.parent if file.name == "__init__.py" else file
     for _ in range(module_name.count(".")):
         location = location.parent
@@ -114,7 +114,7 @@ def code_version(path: str) -> str:
     the first 16 hex digits of the hash of the files of
     :func:`code_location` (a loose module or package)."""
     module_name = path.partition(SEPARATOR)[0]
-    file = Path(importlib.import_module(module_name).__file__).resolve()
+    file = module_file(module_name)
     top = module_name.split(".")[0]
     for name in importlib.metadata.packages_distributions().get(top, []):
         distribution = importlib.metadata.distribution(name)
@@ -122,6 +122,12 @@ def code_version(path: str) -> str:
                for each in distribution.files or ()):
             return f"{distribution.metadata['Name']} {distribution.version}"
     return f"sha256:{files_digest(code_location(path))[:16]}"
+
+
+def module_file(module_name: str) -> Path:
+    """The file the module ``module_name`` was imported from."""
+    search_current_folder()
+    return Path(importlib.import_module(module_name).__file__).resolve()
 
 
 def files_digest(location: Path) -> str:
