@@ -132,8 +132,10 @@ def described(part: object) -> str:
 
 
 def qualified_name(cls: type) -> str:
-    """``torch.nn.Module`` for :class:`torch.nn.Module` (its public module)."""
-    module = {"torch.nn.modules.module": "torch.nn"}.get(cls.__module__, cls.__module__)
+    """``torch.nn.Module`` for :class:`torch.nn.Module`: the name by its public module."""
+    public = {"torch.nn.modules.module": "torch.nn", "plnlp_core.losses.base": "plnlp_core.losses",
+              "plnlp_core.sampling.base": "plnlp_core.sampling"}
+    module = public.get(cls.__module__, cls.__module__)
     return f"{module}.{cls.__qualname__}"
 
 

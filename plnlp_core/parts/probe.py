@@ -20,7 +20,7 @@ from plnlp_core.errors import PLNLPError, first_line
 from plnlp_core.graph import build_adjacency
 from plnlp_core.nn.node_input import NodeInput
 from plnlp_core.parts.import_path import GUIDE, is_import_path
-from plnlp_core.parts.kinds import ENCODER, LOSS, SAMPLER, PartKind, kind_of
+from plnlp_core.parts.kinds import ENCODER, LOSS, SAMPLER, PartKind, described, kind_of
 from plnlp_core.sampling import draw_negatives
 
 TINY_NODES = 64
@@ -111,10 +111,9 @@ def _try_encoder_layer(config: PLNLPConfig, info: DatasetInfo, graph: TinyGraph)
     given = {"in_channels": in_channels, "out_channels": config.hidden_channels}
     layer = _built(ENCODER, config, lambda: ENCODER.build(part, given, config.encoder_options),
                    given)
-    out = _called(ENCODER, config, graph,
-                  lambda: layer(torch.randn(graph.num_nodes, in_channels), graph.adj))
-    _check_shape(ENCODER, config, graph, out, [graph.num_nodes, config.hidden_channels],
-                 "nodes x out_channels")
+    _called(ENCODER, config, graph,
+            lambda: layer(torch.randn(graph.num_nodes, in_channels), graph.adj),
+            [graph.num_nodes, config.hidden_channels], "nodes x out_channels")
 
 
 def _try_predictor(config: PLNLPConfig, graph: TinyGraph) -> None:
@@ -125,8 +124,8 @@ def _try_predictor(config: PLNLPConfig, graph: TinyGraph) -> None:
              "num_layers": config.predictor_layers, "dropout": config.predictor_dropout}
     predictor = _built(kind, config, lambda: own_predictor(config, width), given)
     h_src, h_dst = torch.randn(2, TINY_PAIRS, width).unbind()
-    out = _called(kind, config, graph, lambda: predictor(h_src, h_dst))
-    _check_shape(kind, config, graph, out, [TINY_PAIRS], "one score a pair")
+    _called(kind, config, graph, lambda: predictor(h_src, h_dst), [TINY_PAIRS],
+            "one score a pair")
 
 
 def _try_model(config: PLNLPConfig, info: DatasetInfo, graph: TinyGraph) -> None:
@@ -140,8 +139,8 @@ def _try_model(config: PLNLPConfig, info: DatasetInfo, graph: TinyGraph) -> None
     model = _built(kind, config, lambda: build_model(config, info, graph.num_nodes), {})
     model.train()
     pairs = torch.cat([graph.pos, graph.neg])
-    out = _called(kind, config, graph, lambda: _with_gradients(model(graph.x, graph.adj, pairs)))
-    _check_shape(kind, config, graph, out, [pairs.size(0)], "one score a pair")
+    _called(kind, config, graph, lambda: _with_gradients(model(graph.x, graph.adj, pairs)),
+            [pairs.size(0)], "one score a pair")
 
 
 def _try_loss(config: PLNLPConfig) -> None:
@@ -150,8 +149,8 @@ def _try_loss(config: PLNLPConfig) -> None:
     pos = torch.randn(TINY_PAIRS, requires_grad=True)
     neg = torch.randn(TINY_PAIRS, config.num_neg, requires_grad=True)
     weight = torch.rand(TINY_PAIRS) + 0.5 if loss.weighted else None
-    out = _called(LOSS, config, None, lambda: _with_gradients(loss(pos, neg, weight)))
-    _check_shape(LOSS, config, None, out, [], "one sum over the pairs")
+    _called(LOSS, config, None, lambda: _with_gradients(loss(pos, neg, weight)), [],
+            "one sum over the pairs")
 
 
 def _try_sampler(config: PLNLPConfig, graph: TinyGraph) -> None:
@@ -163,14 +162,11 @@ def _try_sampler(config: PLNLPConfig, graph: TinyGraph) -> None:
     if sampler.guided:
         sampler.observe(lambda pairs: torch.randn(pairs.size(0)))
     generator = torch.Generator().manual_seed(0)
-    out = _called(SAMPLER, config, graph, lambda: sampler(graph.pos, generator))
-    _check_shape(SAMPLER, config, graph, out, [TINY_PAIRS, 2], "one negative pair a positive")
-    if out.dtype != torch.long or out.min() < 0 or out.max() >= graph.num_nodes:
-        raise PLNLPError(f"sampler {config.sampler!r} returned pairs that are not node positions "
-                         f"(int64 in 0..{graph.num_nodes - 1}) on a tiny graph of "
-                         f"{graph.num_nodes} nodes; its {SAMPLER.call} ({GUIDE}).")
+    _called(SAMPLER, config, graph, lambda: sampler(graph.pos, generator), [TINY_PAIRS, 2],
+            "one negative pair a positive")
     _called(SAMPLER, config, graph, lambda: draw_negatives(
-        graph.pos, sampler, config.num_neg, config.negatives, generator).pairs)
+        graph.pos, sampler, config.num_neg, config.negatives, generator).index,
+        [TINY_PAIRS, config.num_neg], "each positive's negatives, as training draws them")
 
 
 def _with_gradients(out: object) -> object:
@@ -200,30 +196,23 @@ def _built(kind: PartKind, config: PLNLPConfig, build: Callable[[], object],
 
 
 def _called(kind: PartKind, config: PLNLPConfig, graph: TinyGraph | None,
-            call: Callable[[], object]) -> Tensor:
-    """What ``call`` returns, or the refusal of the part of ``kind`` that
-    failed in it."""
+            call: Callable[[], object], expected: list[int], meaning: str) -> Tensor:
+    """What ``call`` returns, a tensor of shape ``expected``; or the refusal
+    of the part of ``kind`` that failed in it or returned another shape."""
+    path, where = getattr(config, kind.name), _graph_words(graph)
     try:
         out = call()
     except PLNLPError:
         raise
     except Exception as error:  # the user's forward may fail in any way
-        raise PLNLPError(f"{kind.name} {getattr(config, kind.name)!r} failed on "
-                         f"{_graph_words(graph)} ({type(error).__name__}: {first_line(error)}); "
-                         f"its {kind.call} ({GUIDE}).") from error
-    if not isinstance(out, Tensor):
-        raise PLNLPError(f"{kind.name} {getattr(config, kind.name)!r} returned "
-                         f"{type(out).__name__} on {_graph_words(graph)}, not a tensor; its "
-                         f"{kind.call} ({GUIDE}).")
+        raise PLNLPError(f"{kind.name} {path!r} failed on {where} ({type(error).__name__}: "
+                         f"{first_line(error)}); its {kind.call} ({GUIDE}).") from error
+    got = f"shape {list(out.shape)}" if isinstance(out, Tensor) \
+        else f"{described(out)}, not a tensor"
+    if not isinstance(out, Tensor) or list(out.shape) != expected:
+        raise PLNLPError(f"{kind.name} {path!r} returned {got} on {where}, where {expected} "
+                         f"({meaning}) was due; its {kind.call} ({GUIDE}).")
     return out
-
-
-def _check_shape(kind: PartKind, config: PLNLPConfig, graph: TinyGraph | None, out: Tensor,
-                 expected: list[int], meaning: str) -> None:
-    if list(out.shape) != expected:
-        raise PLNLPError(f"{kind.name} {getattr(config, kind.name)!r} returned shape "
-                         f"{list(out.shape)} on {_graph_words(graph)}, not {expected} "
-                         f"({meaning}); its {kind.call} ({GUIDE}).")
 
 
 def _graph_words(graph: TinyGraph | None) -> str:
