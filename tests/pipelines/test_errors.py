@@ -1764,7 +1764,8 @@ def resume_case(entry_id: str, tmp_path: Path) -> list[str]:
     if entry_id == "resume-data-missing":
         return ["--resume", recorded_run(CONFIG, status="KILLED"),
                 "--data-root", str(tmp_path / "nowhere")]
-    run_id = recorded_run(CONFIG, checkpoint=shapes_checkpoint(tmp_path, CONFIG))
+    own = CONFIG.replace(encoder="examples.link_parts.layers:GINLayer")  # --resume imports it
+    run_id = recorded_run(own, checkpoint=shapes_checkpoint(tmp_path, own))
     return ["--dataset", "ddi", "--resume", run_id, "--set", "hidden_channels=16"]
 
 
