@@ -45,7 +45,7 @@ def check_spelling(kind: str, path: str) -> None:
     """Refuses an import path that is not ``module.path:ClassName``."""
     if not _IMPORT_PATH.match(path):
         raise PLNLPError(f"{kind} {path!r} is not an import path; write module.path:ClassName "
-                         f"(e.g. my_parts.layers:GINEncoder), a module and a name in it "
+                         f"(e.g. my_parts.layers:GINLayer), a module and a name in it "
                          f"separated by one colon ({GUIDE}).")
 
 
