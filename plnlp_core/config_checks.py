@@ -6,9 +6,8 @@ the settings together on a dataset (:func:`check_settings`, which
 (:func:`check_graph`). They read the names of the method's parts from
 :mod:`plnlp_core.choices`, not their implementations, so that refusing a
 setting imports no torch. A part named by import path is checked for its
-spelling here, then imported and tried on a tiny graph
-(:func:`plnlp_core.parts.probe.check_parts`, which imports torch: only a
-config that names one pays for it)."""
+spelling here; :func:`plnlp_core.parts.checks.check_config` also imports it
+and tries it on a tiny graph (torch: only a config that names one pays for it)."""
 import typing
 from collections.abc import Mapping
 
@@ -120,10 +119,6 @@ def check_settings(config: "CheckedSettings", info: DatasetInfo) -> None:
     _check_fanouts(config)
     _check_edge_level(config)
     check_against_dataset(config, info)
-    if names_own_parts(config):
-        from plnlp_core.parts.probe import check_parts  # torch, for parts of one's own alone
-
-        check_parts(config, info)
 
 
 def names_own_parts(config: "CheckedSettings") -> bool:

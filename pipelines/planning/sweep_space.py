@@ -32,6 +32,7 @@ from components.train.workers import WorkerGroup
 from plnlp_core.config import OPTION_SETTINGS, PLNLPConfig
 from plnlp_core.data.datasets import DatasetInfo
 from plnlp_core.errors import PLNLPError
+from plnlp_core.parts.checks import check_config
 
 KEYS = ("preset", "metric", "mode", "num_samples", "search", "scheduler", "max_concurrent",
         "resources", "space")
@@ -174,7 +175,7 @@ class SearchSpace:
         for value in values:
             for part in self._parts_chosen(key):
                 try:
-                    self.base.replace(**part, **{key: value}).validate(self.info)
+                    check_config(self.base.replace(**part, **{key: value}), self.info)
                 except PLNLPError as error:
                     chosen = "".join(f" with {kind} {name!r}" for kind, name in part.items())
                     self._refuse(key, f"cannot take {value!r}{chosen}: {error}".rstrip("."))

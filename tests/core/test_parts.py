@@ -22,6 +22,7 @@ from plnlp_core.assembly import (
 )
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.errors import PLNLPError
+from plnlp_core.parts.checks import check_config
 from plnlp_core.parts.import_path import (
     code_location,
     code_version,
@@ -57,7 +58,7 @@ def write_module(tmp_path, monkeypatch):
 
 def test_the_example_parts_train_and_evaluate_through_one_experiment(ddi_standin_split):
     config = PLNLPConfig.from_mapping({**SMALL, **PARTS})
-    config.validate()
+    check_config(config)
     experiment = prepare_experiment(config, ddi_standin_split)
     model = experiment.model
     assert all(isinstance(conv, GINLayer) for conv in model.encoder.convs)
@@ -114,12 +115,12 @@ def test_a_loss_that_says_it_is_weighted_is_given_the_margins(ddi_standin_split,
                 return (weight.unsqueeze(-1) * (1 - pos.unsqueeze(-1) + neg).relu()).sum()
     """)
     config = PLNLPConfig.from_mapping({**SMALL, "loss": f"{module}:Weighted"})
-    config.validate()
+    check_config(config)
     assert reads_weights(config) and not reads_weights(PLNLPConfig())
     edges, margins = training_positives(ddi_standin_split, config)
     assert margins is not None and margins.shape == edges.shape[:1]
     with pytest.raises(PLNLPError, match="with edge_margin raw needs edge weights"):
-        config.replace(edge_margin="raw").validate()
+        check_config(config.replace(edge_margin="raw"))
 
 
 def test_an_edge_level_predictor_of_ones_own_scores_with_the_graph_lookup(
@@ -133,11 +134,11 @@ def test_an_edge_level_predictor_of_ones_own_scores_with_the_graph_lookup(
     """)
     config = PLNLPConfig.from_mapping({**SMALL, "encoder_level": "edge", "encoder": "gcn",
                                        "predictor": f"{module}:Shallow"})
-    config.validate()
+    check_config(config)
     result = run_experiment(prepare_experiment(config.replace(epochs=1), ddi_standin_split))
     assert 0.0 <= result.best_metrics["valid_hits_20"] <= 1.0
     with pytest.raises(PLNLPError, match="edge_path_length applies to predictor mlp only"):
-        config.replace(edge_path_length=3).validate()
+        check_config(config.replace(edge_path_length=3))
 
 
 def test_a_model_guided_sampler_of_ones_own_gets_the_candidate_pool(write_module):
@@ -148,7 +149,7 @@ def test_a_model_guided_sampler_of_ones_own_gets_the_candidate_pool(write_module
             pass
     """)
     config = PLNLPConfig.from_mapping({"sampler": f"{module}:Hardest", "candidate_pool": 70})
-    config.validate()  # a pool of 70 needs more than the 64 nodes the check starts from
+    check_config(config)  # a pool of 70 needs more than the 64 nodes the check starts from
     assert config.shaping_settings()["candidate_pool"] == 70
 
 
@@ -156,15 +157,15 @@ def test_a_symmetric_predictor_of_ones_own_is_refused_on_a_directed_graph():
     config = PLNLPConfig.from_mapping({
         "dataset": "citation2", "predictor": "examples.link_parts.predictors:HadamardDistanceMLP"})
     with pytest.raises(PLNLPError, match="is symmetric but ogbl-citation2 is directed"):
-        config.validate()
-    config.replace(force_symmetric_predictor=True).validate()
+        check_config(config)
+    check_config(config.replace(force_symmetric_predictor=True))
 
 
 def test_the_check_leaves_the_random_state_as_it_was():
     torch.manual_seed(3)
     expected = torch.rand(3)
     torch.manual_seed(3)
-    PLNLPConfig.from_mapping(PARTS).validate()
+    check_config(PLNLPConfig.from_mapping(PARTS))
     assert torch.equal(torch.rand(3), expected)
 
 
