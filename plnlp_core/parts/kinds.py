@@ -12,8 +12,9 @@ passes a keyword argument only where the constructor's signature names it.
   stack, which adds the ReLU, dropout, residuals and norms the config asks
   for: ``forward(x [N, in_channels], adj [N, N]) -> [N, out_channels]``,
   ``adj`` the symmetric sparse CSR adjacency of the training graph (values
-  1, or thinned by ``encoder_edge_dropout``), which PyG's layers take as
-  their ``edge_index``.
+  1), which PyG's layers take as their ``edge_index``; a
+  ``reset_parameters()``, if it has one (PyG's layers do), is called once
+  the stack is built.
 - **predictor** at ``encoder_level: node`` (:data:`PREDICTOR`): a
   :class:`torch.nn.Module` built as ``predictor(in_channels, hidden_channels=,
   num_layers=, dropout=, **predictor_options)`` (``predictor_hidden``,
@@ -106,7 +107,7 @@ class PartKind:
         for key in options:
             if key in (*self.positional, *self.keywords) or (accepted is not None
                                                              and key not in accepted):
-                takes = "none" if accepted == [] else ", ".join(accepted or ())
+                takes = "any but those" if accepted is None else ", ".join(accepted) or "none"
                 passed = ", ".join((*self.positional, *self.keywords)) or "nothing"
                 raise PLNLPError(f"{self.options}.{key} is not a setting of {self.name} {path!r}; "
                                  f"it takes: {takes} (the product passes {passed}).")

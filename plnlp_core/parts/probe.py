@@ -64,7 +64,7 @@ def check_parts(config: PLNLPConfig, info: DatasetInfo) -> None:
         if is_import_path(config.encoder):
             _try_encoder_layer(config, info, graph)
         if is_import_path(config.predictor) and config.encoder_level == "node":
-            _try_predictor(config, graph)
+            _try_predictor(config, info, graph)
         if is_import_path(config.encoder) or is_import_path(config.predictor):
             _try_model(config, info, graph)
         if is_import_path(config.loss):
@@ -101,13 +101,17 @@ def node_features(config: PLNLPConfig, info: DatasetInfo, n: int) -> Tensor | No
         else nn.functional.one_hot(drawn, categories).float()
 
 
+def node_input_width(config: PLNLPConfig, info: DatasetInfo) -> int:
+    """The width of the node input ``config`` builds on ``info``'s features."""
+    with torch.device("meta"):  # its width alone
+        return NodeInput(config.node_input, 1, config.embedding_dim, info.feature_dim,
+                         num_categories=config.feature_categories).out_channels
+
+
 def _try_encoder_layer(config: PLNLPConfig, info: DatasetInfo, graph: TinyGraph) -> None:
     """The layer of one's own as the encoder's first layer builds and calls it."""
     part = ENCODER.resolve(config.encoder)
-    with torch.device("meta"):  # its width alone
-        in_channels = NodeInput(config.node_input, graph.num_nodes, config.embedding_dim,
-                                info.feature_dim,
-                                num_categories=config.feature_categories).out_channels
+    in_channels = node_input_width(config, info)
     given = {"in_channels": in_channels, "out_channels": config.hidden_channels}
     layer = _built(ENCODER, config, lambda: ENCODER.build(part, given, config.encoder_options),
                    given)
@@ -116,9 +120,9 @@ def _try_encoder_layer(config: PLNLPConfig, info: DatasetInfo, graph: TinyGraph)
             [graph.num_nodes, config.hidden_channels], "nodes x out_channels")
 
 
-def _try_predictor(config: PLNLPConfig, graph: TinyGraph) -> None:
+def _try_predictor(config: PLNLPConfig, info: DatasetInfo, graph: TinyGraph) -> None:
     """The node level's predictor of one's own on pairs of random vectors."""
-    width = config.embedding_dim if config.encoder == "none" else config.hidden_channels
+    width = node_input_width(config, info) if config.encoder == "none" else config.hidden_channels
     kind = kind_of("predictor", "node")
     given = {"in_channels": width, "hidden_channels": config.predictor_hidden,
              "num_layers": config.predictor_layers, "dropout": config.predictor_dropout}

@@ -180,3 +180,38 @@ def test_a_loose_package_is_recorded_by_its_files_and_an_installed_one_by_its_ve
     (tmp_path / f"{module}.py").write_text("class Part:\n    answer = 42\n")
     assert code_version(path) != first
     assert code_version("yaml:safe_load") == f"PyYAML {yaml.__version__}"
+
+
+@pytest.mark.parametrize("settings", [
+    {"dataset": "collab", "node_input": "features", "encoder": "none",
+     "predictor": "examples.link_parts.predictors:HadamardDistanceMLP"},
+    {"dataset": "collab", "node_input": "both", "encoder": "examples.link_parts.layers:GINLayer"},
+    {"dataset": "ppa", "node_input": "features", "feature_categories": 58,
+     "encoder": "examples.link_parts.layers:GINLayer"},
+], ids=["features-no-encoder", "embedding-and-features", "feature-categories"])
+def test_the_check_feeds_a_part_the_node_input_the_dataset_s_features_make(settings):
+    check_config(PLNLPConfig.from_mapping(settings))
+
+
+def test_a_constructor_with_kwargs_takes_any_setting_but_those_the_product_passes(write_module):
+    module = write_module("""
+        import torch
+
+        class Open(torch.nn.Module):
+            def __init__(self, in_channels, out_channels, **settings):
+                super().__init__()
+                self.settings = settings
+                self.lin = torch.nn.Linear(in_channels, out_channels)
+
+            def forward(self, x, adj):
+                return self.lin(x)
+    """)
+    config = PLNLPConfig.from_mapping({**SMALL, "encoder": f"{module}:Open",
+                                       "encoder_options": {"anything": 1}})
+    check_config(config)
+    assert build_model(config, PLNLPConfig().validate(), 10).encoder.convs[0].settings == \
+        {"anything": 1}
+    with pytest.raises(PLNLPError, match="encoder_options.in_channels is not a setting of "
+                                         r"encoder .*; it takes: any but those \(the product "
+                                         r"passes in_channels, out_channels\)"):
+        check_config(config.replace(encoder_options={"in_channels": 3}))

@@ -139,7 +139,8 @@ class GNNEncoder(nn.Module):
 
     def reset_parameters(self) -> None:
         for module in [*self.convs, *self.norms]:
-            module.reset_parameters()
+            if hasattr(module, "reset_parameters"):  # a layer of one's own may have none
+                module.reset_parameters()
 
     def stop_caching(self) -> None:
         """Makes layers that cache their normalised adjacency (GCN) compute
