@@ -2,7 +2,11 @@
 command line of :data:`COMMANDS` run as a subprocess ``repeats`` times (the
 median seconds, from start to exit), then once more under ``python -X
 importtime`` to see which of :data:`HEAVY` it imported (none should be: the
-commands refuse before importing torch, PyG, Ray or MLflow).
+commands refuse before importing torch, PyG, Ray or MLflow, except once a
+part of one's own is named by a well-spelled import path, which is imported
+and tried on a tiny graph). Then the seconds of that check alone
+(:func:`plnlp_core.parts.probe.check_parts`), in this process once its
+imports are done, for the four parts of ``examples/link_parts``.
 
     python benchmarks/command_latency.py [--quick] [--repeats 3]
 """
@@ -32,6 +36,14 @@ COMMANDS = (
     ("register.py", "--help"),
     ("standin.py", "--help"),
     ("kubeflow.py", "--help"),
+    ("run.py", "--dataset", "ddi", "--set", "encoder=gin"),
+    ("run.py", "--dataset", "ddi", "--set", "encoder=my parts:GIN"),
+    ("run.py", "--dataset", "ddi", "--set", "encoder_options.eps=0.1"),
+    ("run.py", "--dataset", "ddi", "--set", "encoder=examples.link_parts.layers:GINEncoder"),
+    ("run.py", "--dataset", "ddi", "--set", "encoder=examples.link_parts.layers:GINLayer",
+     "--set", "encoder_options.heads=4"),
+    # the four parts checked on the tiny graph, then the paper preset refused on CPUs
+    ("run.py", "--dataset", "ddi", "--config", "examples/link_parts/parts.yaml"),
 )
 """Each command line: a script of ``pipelines/`` and its arguments; the
 first :data:`QUICK` of them make ``--quick``."""
@@ -73,14 +85,39 @@ def latency_table(rows: list[dict]) -> str:
           ", ".join(r["heavy_imports"]) or "none"] for r in rows])
 
 
+def part_check_seconds(repeats: int = 3) -> float:
+    """The median seconds of checking the four parts of
+    ``examples/link_parts`` on a tiny graph (ddi's ``paper`` sizes), in this
+    process once torch, PyG and the parts are imported (a first check)."""
+    import yaml
+
+    sys.path.insert(0, str(REPO))
+    from pipelines.planning.presets import load_preset
+    from plnlp_core.config import PLNLPConfig
+    from plnlp_core.data.datasets import DATASETS
+    from plnlp_core.parts.probe import check_parts
+
+    parts = yaml.safe_load((REPO / "examples" / "link_parts" / "parts.yaml").read_text())
+    config = PLNLPConfig.from_mapping({**load_preset("ddi", "paper"), **parts})
+    check_parts(config, DATASETS.get("ddi"))  # the imports
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        check_parts(config, DATASETS.get("ddi"))
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Times the command lines; prints the table."""
+    """Times the command lines and the check of parts of one's own; prints both."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help=f"only the first {QUICK} command lines, for CI")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each (default: 3)")
     args = parser.parse_args(argv)
     print(latency_table(time_commands(args.quick, args.repeats)))
+    print(f"checking the four parts of examples/link_parts on a tiny graph, after the imports: "
+          f"{part_check_seconds(args.repeats):.3f} s (median of {args.repeats})")
     return 0
 
 

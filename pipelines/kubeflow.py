@@ -128,7 +128,8 @@ def compiled_defaults(args: argparse.Namespace) -> dict[str, object]:
     preset = args.preset or default_preset(own_graph)
     defaults = {"dataset": dataset, "preset": preset, "work_dir": args.work_dir or "",
                 "data_root": args.data_root or "", "yes": args.yes,
-                "gpus": args.num_workers if args.use_gpu else 0}
+                "gpus": args.num_workers if args.use_gpu else 0,
+                "overrides": list(args.overrides)}
     if args.use_gpu or args.yes or not preset_needs_gpu(presets_of, preset):
         return defaults
     on_cpus = [name for name in preset_names(presets_of)
@@ -151,6 +152,7 @@ def compile_pipeline(args: argparse.Namespace) -> int:
                               args.cache_volume, args.secret)
     try:
         defaults = compiled_defaults(args)
+        image_needs = parts_in_image(defaults["overrides"])
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -158,9 +160,24 @@ def compile_pipeline(args: argparse.Namespace) -> int:
                                 pipeline_parameters=defaults)
     print(f"pipeline written to {args.compile} (image {BASE_IMAGE}); runs with the defaults "
           f"train {defaults['dataset']}'s {defaults['preset']} preset")
-    for problem in cluster_problems(os.environ, args.cache_volume, args.work_dir or ""):
+    for problem in [*cluster_problems(os.environ, args.cache_volume, args.work_dir or ""),
+                    *image_needs]:
         print(f"warning: {problem}", file=sys.stderr)
     return 0
+
+
+def parts_in_image(overrides: list[str]) -> list[str]:
+    """What the pipeline's image must hold for the parts of one's own the
+    ``--set``s name, one sentence each (the steps import them there)."""
+    from pipelines.planning.presets import parse_overrides
+    from plnlp_core.choices import PART_KINDS
+    from plnlp_core.parts.import_path import is_import_path
+
+    settings = parse_overrides(overrides)
+    return [f"the steps import {kind} {settings[kind]}, so the image "
+            f"{os.environ.get('PLNLP_IMAGE', BASE_IMAGE)} must hold its package (installed, or "
+            "under the image's working folder; docs/kubernetes.md)."
+            for kind in PART_KINDS if is_import_path(settings.get(kind))]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,16 +5,50 @@
 
 Runs on the Ray cluster at ``RAY_ADDRESS`` (else a local Ray it starts) and
 records to MLflow at ``MLFLOW_TRACKING_URI`` (else MLflow's local SQLite file).
+From Python, :func:`run_job` runs the same job with a
+:class:`~pipelines.planning.request.RunRequest`::
+
+    from pipelines.planning.request import RunRequest
+    from pipelines.run import run_job
+
+    result = run_job(RunRequest("ddi", preset="smoke"), encoder=GINLayer)
+    print(result.run_id, result.metrics["final_test_hits_20"])
 """
+import dataclasses
 import sys
 import time
+from dataclasses import dataclass
 
 from components.train.startup import mark_command_start
 from pipelines.planning.arguments import run_request
-from pipelines.planning.request import RunPlan
+from pipelines.planning.request import RunPlan, RunRequest
 from pipelines.planning.run_plan import plan_run
 from pipelines.runtime.process_exit import skip_final_collection
+from plnlp_core.choices import PART_KINDS
 from plnlp_core.errors import PLNLPError
+from plnlp_core.parts.import_path import import_path_of
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a finished run gives :func:`run_job`'s caller.
+
+    Attributes:
+        run_id (str): Its MLflow run.
+        metrics (dict): Its final metrics (``final_test_hits_20``, ...; with
+            ``runs`` > 1, their ``_mean`` and ``_std`` over the seeds).
+        main_metric (str): The validation metric that chose its best epoch
+            (``hits_20``).
+    """
+
+    run_id: str
+    metrics: dict[str, float]
+    main_metric: str
+
+
+class RunFailed(RuntimeError):
+    """The run started and failed: its MLflow run is marked FAILED with the
+    reason in its ``failure_reason`` tag, and the ``error:`` line said it."""
 
 
 def pipeline(plan: RunPlan) -> dict[str, float]:
@@ -120,32 +154,70 @@ def register(plan: RunPlan, finals: dict[str, dict[str, float]]) -> None:
     print(register_link_model(best, plan.request.register, metric), flush=True)
 
 
-def main(argv: list[str] | None = None) -> int:
-    skip_final_collection()
-    # A command starts with its process; a call from Python (a notebook, the benchmark) at the call.
-    mark_command_start(None if argv is None else time.time())
-    request = run_request(argv)
-    try:
-        plan = plan_run(request)
-    except PLNLPError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+def run_job(request: RunRequest, **parts: type | str) -> RunResult:
+    """Runs the main job ``request`` asks for, as ``pipelines/run.py`` does
+    with the flags that make it (its epoch lines included), from a notebook or
+    a script. ``parts`` names parts of one's own (``encoder=``,
+    ``predictor=``, ``loss=``, ``sampler=``) by their class or import path,
+    over ``request``'s settings; a class is recorded by its import path, so
+    it must live in a module Ray's workers can import.
+
+    Raises:
+        PLNLPError: Bad input, refused before any work (no MLflow run).
+        RunFailed: The run failed after it started.
+    """
+    mark_command_start(time.time())
+    return launch(with_parts(request, parts))
+
+
+def with_parts(request: RunRequest, parts: dict[str, type | str]) -> RunRequest:
+    """``request`` with ``parts`` (kind to class or import path) as ``--set``s."""
+    unknown = sorted(set(parts) - set(PART_KINDS))
+    if unknown:
+        raise PLNLPError(f"run_job takes parts as {', '.join(f'{k}=' for k in PART_KINDS)}; "
+                         f"not {', '.join(unknown)}.")
+    named = [f"{kind}={import_path_of(kind, part) if isinstance(part, type) else part}"
+             for kind, part in parts.items()]
+    return dataclasses.replace(request, overrides=(*request.overrides, *named))
+
+
+def launch(request: RunRequest) -> RunResult:
+    """Plans ``request``, starts the services and runs the job in its MLflow
+    run (:func:`run_job` without the command's start mark and parts)."""
+    plan = plan_run(request)
     from components.train.startup import mark
     from components.train.training_actor import training_actor_started
-    from pipelines.runtime.console import print_summary, quiet_console
-    from pipelines.runtime.job import execute, prepare
+    from pipelines.runtime.console import quiet_console
+    from pipelines.runtime.job import execute, start_services
 
-    if prepare(lambda: plan, request.workers, request.verbose, request.work_dir,
-               request.data_root) is None:
-        return 2
+    start_services(lambda: plan, request.workers, request.verbose, request.work_dir,
+                   request.data_root)
     mark("ray")
     quiet_console(request.verbose)
     with training_actor_started(request.workers):  # its imports beside the first stages
         outcome = execute(plan.experiment, plan.run_name(), request.work_dir,
                           lambda work: pipeline(plan), plan.run_id, request.verbose)
     if outcome is None:
+        raise RunFailed("the run failed; its error: line and its MLflow run's failure_reason "
+                        "tag say why")
+    return RunResult(*outcome, plan.source.info.main_metric_key)
+
+
+def main(argv: list[str] | None = None) -> int:
+    skip_final_collection()
+    # A command starts with its process; a call from Python (a notebook, the benchmark) at the call.
+    mark_command_start(None if argv is None else time.time())
+    request = run_request(argv)
+    try:
+        result = launch(request)
+    except PLNLPError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except RunFailed:
         return 1
-    print_summary(*outcome, plan.source.info.main_metric_key)
+    from pipelines.runtime.console import print_summary
+
+    print_summary(result.run_id, result.metrics, result.main_metric)
     return 0
 
 

@@ -9,7 +9,9 @@ torch, PyG, ogb and pyarrow (no Ray, no MLflow). One experiment::
     result = run_experiment(prepare_experiment(config, split))
     print(result.best_epoch, result.best_metrics)
 
-The names below are imported when first used (PEP 562), so that importing a
+``check_config(config)`` also tries the parts of one's own a config names by
+import path (docs/extending.md) on a tiny graph. The names below are
+imported when first used (PEP 562), so that importing a
 torch-free module such as :mod:`plnlp_core.errors` or :mod:`plnlp_core.config`
 does not import torch.
 """
@@ -24,6 +26,7 @@ _SOURCES = {
     "build_model": "plnlp_core.assembly",
     "build_sampler": "plnlp_core.assembly",
     "build_training_graph": "plnlp_core.assembly",
+    "check_config": "plnlp_core.parts.checks",
     "fit": "plnlp_core.training.fitting",
     "load_ogb": "plnlp_core.data.ogb_reader",
     "prepare_experiment": "plnlp_core.training.experiment",

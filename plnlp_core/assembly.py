@@ -1,7 +1,9 @@
 """The one place that maps a :class:`PLNLPConfig` onto the method's parts:
 the model (node input, encoder, predictor, node or edge level), the
 negative sampler, the step's loss and options, and the training graph.
-The parts themselves take plain keyword arguments."""
+The parts themselves take plain keyword arguments. A part the config names
+by import path gets the arguments its built-in kin gets, and its own
+settings (``<kind>_options``), as :mod:`plnlp_core.parts.kinds` says."""
 import torch
 from torch import Tensor, nn
 
@@ -16,9 +18,11 @@ from plnlp_core.graph import (
     normalized_margins,
     select_training_edges,
 )
-from plnlp_core.losses import WEIGHTED_LOSSES
+from plnlp_core.losses import LOSSES, WEIGHTED_LOSSES, LossFn
 from plnlp_core.nn import EDGE_PREDICTORS, ENCODER_LEVELS, GNNEncoder, NodeInput, PLNLPModel
 from plnlp_core.nn.model import unwrap
+from plnlp_core.parts.import_path import is_import_path
+from plnlp_core.parts.kinds import ENCODER, LOSS, SAMPLER, kind_of
 from plnlp_core.random_walk import walk_round, walk_starts
 from plnlp_core.sampling import SAMPLERS, NegativeSampler
 from plnlp_core.sparse_adam import DenseAndSparseAdam, sparse_parameters
@@ -35,15 +39,16 @@ def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLP
                            config.embedding_init, config.input_dropout, config.feature_categories,
                            sparse=sampled)
     encoder = GNNEncoder(
-        config.encoder, node_input.out_channels, config.hidden_channels,
+        encoder_layer(config), node_input.out_channels, config.hidden_channels,
         config.encoder_layers, config.dropout, config.activate_last_layer,
         config.encoder_residual, config.encoder_layer_norm, config.encoder_edge_dropout,
-        config.encoder_initial_residual,
-        LAYER_OPTIONS.get(config.encoder, lambda _: None)(config), config.encoder_relu,
+        config.encoder_initial_residual, layer_options(config), config.encoder_relu,
     )
     level_arguments = {
         "node": lambda: {
-            "predictor": config.predictor, "predictor_hidden": config.predictor_hidden,
+            "predictor": own_predictor(config, encoder.out_channels)
+            if is_import_path(config.predictor) else config.predictor,
+            "predictor_hidden": config.predictor_hidden,
             "predictor_layers": config.predictor_layers,
             "predictor_dropout": config.predictor_dropout,
             "predictor_residual": config.predictor_residual,
@@ -61,9 +66,36 @@ def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLP
         node_input, encoder, **level_arguments[config.encoder_level]())
 
 
+def encoder_layer(config: PLNLPConfig) -> str | type[nn.Module]:
+    """The encoder's layer: a name of :data:`~plnlp_core.nn.ENCODERS`, or
+    the class of one's own ``config.encoder`` names."""
+    return ENCODER.resolve(config.encoder) if is_import_path(config.encoder) else config.encoder
+
+
+def layer_options(config: PLNLPConfig) -> dict[str, object] | None:
+    """What each layer of the encoder is built with besides its sizes: a
+    built-in layer's own settings (:data:`LAYER_OPTIONS`), or
+    ``encoder_options`` for a layer of one's own."""
+    if is_import_path(config.encoder):
+        return dict(config.encoder_options)
+    return LAYER_OPTIONS.get(config.encoder, lambda _: None)(config)
+
+
+def own_predictor(config: PLNLPConfig, in_channels: int) -> nn.Module:
+    """The predictor of one's own ``config.predictor`` names over node
+    vectors of size ``in_channels``, at the node or edge level, given what a
+    built-in one gets and ``predictor_options``."""
+    kind = kind_of("predictor", config.encoder_level)
+    given = {"in_channels": in_channels, "hidden_channels": config.predictor_hidden,
+             "num_layers": config.predictor_layers, "dropout": config.predictor_dropout}
+    return kind.build(kind.resolve(config.predictor), given, config.predictor_options)
+
+
 def build_edge_predictor(config: PLNLPConfig, in_channels: int) -> nn.Module:
-    """The edge-level predictor ``config.predictor`` names (``mlp`` or
-    ``ncn``) over node vectors of size ``in_channels``."""
+    """The edge-level predictor ``config.predictor`` names (``mlp``,
+    ``ncn``, or one of one's own) over node vectors of size ``in_channels``."""
+    if is_import_path(config.predictor):
+        return own_predictor(config, in_channels)
     predictor_arguments = {
         "mlp": {"num_layers": config.predictor_layers, "path_length": config.edge_path_length,
                 "counts": config.edge_counts is not False},
@@ -165,11 +197,28 @@ def training_positives(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor, T
     if config.walk_positives == "walks":
         return torch.empty(0, 2, dtype=torch.long), None
     edges, weights = input_edges(split, config)
-    if config.loss not in WEIGHTED_LOSSES:
+    if not reads_weights(config):
         return edges, None
     if config.edge_margin == "normalized":
         return edges, normalized_margins(edges, weights, split.num_nodes)
     return edges, weights
+
+
+def build_loss(config: PLNLPConfig) -> LossFn:
+    """The loss ``config.loss`` names: a built-in one of :data:`LOSSES`, or
+    the :class:`~plnlp_core.losses.RankingLoss` of one's own built with
+    ``loss_options``."""
+    if is_import_path(config.loss):
+        return LOSS.build(LOSS.resolve(config.loss), {}, config.loss_options)
+    return LOSSES.get(config.loss)
+
+
+def reads_weights(config: PLNLPConfig) -> bool:
+    """Whether the loss reads a per-positive weight (a margin): a weighted
+    built-in one, or one of one's own that says so (``weighted``)."""
+    if is_import_path(config.loss):
+        return LOSS.resolve(config.loss).weighted
+    return config.loss in WEIGHTED_LOSSES
 
 
 def walk_graph(split: LinkSplit, config: PLNLPConfig) -> tuple[Tensor, Tensor]:
@@ -210,8 +259,13 @@ def build_negative_sampler(
     config: PLNLPConfig, edge_set: EdgeSet, degree: Tensor,
 ) -> NegativeSampler:
     """The sampler ``config.sampler`` names over the observed ``edge_set``
-    (node ``degree`` in the training graph), with the settings it takes."""
+    (node ``degree`` in the training graph), with the settings it takes;
+    one of one's own with ``degree`` and ``pool_size`` (``candidate_pool``)
+    where its constructor names them, and ``sampler_options``."""
     guided = {"degree": degree, "pool_size": config.candidate_pool}
+    if is_import_path(config.sampler):
+        return SAMPLER.build(SAMPLER.resolve(config.sampler), {"edge_set": edge_set, **guided},
+                             config.sampler_options)
     sampler_arguments = {
         "global": {},
         "local": {"degree": degree, "degree_power": config.degree_power},

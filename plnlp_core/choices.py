@@ -6,12 +6,20 @@ implementations register the same names in their own tables
 :data:`plnlp_core.nn.EDGE_PREDICTORS`, :data:`plnlp_core.nn.ENCODER_LEVELS`,
 :data:`plnlp_core.losses.LOSSES`, :data:`plnlp_core.sampling.SAMPLERS`,
 :data:`plnlp_core.scoring.heuristics.HEURISTICS`), which
-``tests/core/test_choices.py`` keeps equal to these."""
+``tests/core/test_choices.py`` keeps equal to these. Each part may also be
+one of one's own, named by import path (:mod:`plnlp_core.parts`)."""
 from plnlp_core.registry import Registry
+
+PART_KINDS = ("encoder", "predictor", "loss", "sampler")
+"""The settings that may name a part of one's own by import path
+(``module.path:ClassName``), each with its own settings in ``<kind>_options``."""
+
+OWN_PART = "your own as module.path:ClassName (docs/extending.md)"
+"""What a refusal of an unknown part's name offers besides the built-in names."""
 
 ENCODER_CHOICES: Registry[bool] = Registry.of("encoder", {
     "agdn": False, "gat": False, "gcn": False, "none": False, "pure_gcn": True, "sage": False,
-    "sum": True})
+    "sum": True}, OWN_PART)
 """``encoder``: whether each is weight-free (its input's size is its output's)."""
 
 WEIGHT_FREE_ENCODERS = tuple(name for name in ENCODER_CHOICES.names
@@ -19,7 +27,7 @@ WEIGHT_FREE_ENCODERS = tuple(name for name in ENCODER_CHOICES.names
 """Encoders without weights: their input's size is their output's."""
 
 PREDICTOR_CHOICES: Registry[bool] = Registry.of("predictor", {
-    "bilinear": False, "dot": True, "mlp": True, "mlp_concat": False})
+    "bilinear": False, "dot": True, "mlp": True, "mlp_concat": False}, OWN_PART)
 """``predictor`` at ``encoder_level: node``: whether each is symmetric
 (``s(i, j) == s(j, i)``, unfit for directed graphs)."""
 
@@ -32,14 +40,14 @@ ENCODER_LEVEL_CHOICES = ("edge", "node")
 
 LOSS_CHOICES: Registry[bool] = Registry.of("loss", {
     "auc": False, "ce": False, "hinge_auc": False, "log_rank": False,
-    "weighted_hinge_auc": True})
+    "weighted_hinge_auc": True}, OWN_PART)
 """``loss``: whether each reads a per-positive weight (a margin)."""
 
 WEIGHTED_LOSSES = frozenset(name for name in LOSS_CHOICES.names if LOSS_CHOICES.get(name))
 """The losses that read a per-positive weight (a margin)."""
 
 SAMPLER_CHOICES: Registry[bool] = Registry.of("sampler", {
-    "adversarial": True, "global": False, "hard": True, "local": False})
+    "adversarial": True, "global": False, "hard": True, "local": False}, OWN_PART)
 """``sampler``: whether each is model-guided (draws from a candidate pool)."""
 
 HEURISTIC_CHOICES = ("aa", "cn", "ra")

@@ -5,18 +5,24 @@ config its ``validate`` and ``validate_graph``."""
 import dataclasses
 import typing
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from plnlp_core.choices import (
     EDGE_DROPPING_ENCODERS,
     EDGE_LEVEL_SETTINGS,
     NCN_SETTINGS,
+    PART_KINDS,
     SAMPLER_CHOICES,
     WEIGHT_FREE_ENCODERS,
     WEIGHTED_LOSSES,
 )
 from plnlp_core.config_checks import CheckedSettings, check_setting
+from plnlp_core.parts.import_path import import_path_of, is_import_path
+
+OPTION_SETTINGS = tuple(f"{kind}_options" for kind in PART_KINDS)
+"""The settings of the parts of one's own, one mapping per kind, set whole
+(``encoder_options: {heads: 4}``) or one key at a time (``encoder_options.heads``)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,7 @@ class PLNLPConfig(CheckedSettings):
     fanouts: tuple[int, ...] | None = None  # None: full batch; else neighbours per hop
     encoder_initial_residual: float = 0.0
     diffusion_hops: int = 3  # encoder agdn
+    encoder_options: dict[str, object] = field(default_factory=dict)  # an encoder of one's own
     # node or edge level (§4.1's ENE, the NCN form); the edge level's own settings
     # (EDGE_LEVEL_SETTINGS) are refused at the node level, NCN's (NCN_SETTINGS) with predictor mlp
     encoder_level: str = "node"
@@ -61,10 +68,12 @@ class PLNLPConfig(CheckedSettings):
     predictor_dropout: float = 0.0
     predictor_residual: bool = False
     force_symmetric_predictor: bool = False
+    predictor_options: dict[str, object] = field(default_factory=dict)  # one of one's own
     # objective (§4.3)
     loss: str = "auc"
     l2: float = 0.0
     edge_margin: str = "normalized"
+    loss_options: dict[str, object] = field(default_factory=dict)  # a loss of one's own
     # negative sampling (§4.4)
     sampler: str = "global"
     num_neg: int = 1
@@ -73,6 +82,7 @@ class PLNLPConfig(CheckedSettings):
     candidate_pool: int = 32  # hard and adversarial samplers
     generator_dim: int = 64  # adversarial sampler
     generator_lr: float = 0.01
+    sampler_options: dict[str, object] = field(default_factory=dict)  # a sampler of one's own
     # random-walk augmentation (§4.5); walk_length 0 turns it off
     walk_length: int = 0
     walk_starts: str = "all"
@@ -102,9 +112,13 @@ class PLNLPConfig(CheckedSettings):
     @classmethod
     def from_mapping(cls, settings: Mapping[str, object]) -> "PLNLPConfig":
         """Builds a config from plain values, refusing unknown keys and
-        values of the wrong type."""
+        values of the wrong type. A part's own setting may come as
+        ``<kind>_options.<key>`` (``--set encoder_options.heads=4``, a sweep's
+        searched key), and a part of one's own as its class (named by its
+        import path)."""
         declared = typing.get_type_hints(cls)
         hints = {f.name: declared[f.name] for f in dataclasses.fields(cls)}
+        settings = _parts_named(settings)
         for key, value in settings.items():
             check_setting(key, value, hints)
         values = {k: _as_declared(v, hints[k]) for k, v in settings.items()}
@@ -134,7 +148,7 @@ class PLNLPConfig(CheckedSettings):
         unused = {key for part in PARTS if part.left_out(self)
                   and not set(part.choices) & set(open_choices) for key in part.settings}
         keys = HEURISTIC_SETTINGS if heuristic else self.to_dict()
-        return {key: getattr(self, key) for key in keys if key not in unused}
+        return _flat_options({key: getattr(self, key) for key in keys if key not in unused})
 
 
 GRAPH_SETTINGS = ("dataset", "valid_as_input", "min_train_year")
@@ -192,21 +206,51 @@ PARTS = (
          lambda c: c.predictor in LAYERLESS_PREDICTORS),
     Part(("predictor",), ("predictor_layers",),
          lambda c: c.predictor in (*LAYERLESS_PREDICTORS, "ncn")),
-    Part(("loss",), ("edge_margin",), lambda c: c.loss not in WEIGHTED_LOSSES),
+    Part(("loss",), ("edge_margin",),
+         lambda c: c.loss not in WEIGHTED_LOSSES and not is_import_path(c.loss)),
     Part(("sampler",), ("degree_power",), lambda c: c.sampler != "local"),
-    Part(("sampler",), ("candidate_pool",), lambda c: not SAMPLER_CHOICES.get(c.sampler)),
+    Part(("sampler",), ("candidate_pool",),
+         lambda c: not is_import_path(c.sampler) and not SAMPLER_CHOICES.get(c.sampler)),
     Part(("sampler",), ("generator_dim", "generator_lr"), lambda c: c.sampler != "adversarial"),
     Part(("heart_negatives",), ("heart_mode", "heart_files"), lambda c: not c.heart_negatives),
 )
 """The parts a config may leave out (random walks, an embedding, the
 encoder's layers, the edge level, NCN, the edge MLP's counts, a predictor's
 MLP, weighted margins, a sampler's own settings, HeaRT's evaluation): a run
-that leaves a part out logs none of its settings."""
+that leaves a part out logs none of its settings. A part of one's own keeps
+the settings it may read (``candidate_pool``, ``edge_margin``)."""
+
+
+def _parts_named(settings: Mapping[str, object]) -> dict[str, object]:
+    """``settings`` with each ``<kind>_options.<key>`` set in its kind's
+    mapping (over the mapping given whole) and each part given as a class
+    named by its import path."""
+    named = {key: import_path_of(key, value) if key in PART_KINDS and isinstance(value, type)
+             else value for key, value in settings.items() if "." not in key}
+    for key, value in settings.items():
+        prefix, _, option = key.partition(".")
+        if option and prefix in OPTION_SETTINGS and isinstance(named.get(prefix, {}), dict):
+            named[prefix] = {**named.get(prefix, {}), option: value}
+        elif option:
+            named[key] = value
+    return named
+
+
+def _flat_options(settings: dict[str, object]) -> dict[str, object]:
+    """``settings`` with each part's own settings as ``<kind>_options.<key>``,
+    one entry a key (as MLflow logs params)."""
+    flat = {}
+    for key, value in settings.items():
+        if key in OPTION_SETTINGS:
+            flat.update({f"{key}.{option}": each for option, each in value.items()})
+        else:
+            flat[key] = value
+    return flat
 
 
 def _as_declared(value: object, hint: object) -> object:
     """An int given for a float setting, as a float; a list for a tuple
-    setting, as a tuple (a config hashes)."""
+    setting, as a tuple."""
     if isinstance(value, list):
         return tuple(value)
     floats = float in (typing.get_args(hint) or (hint,))

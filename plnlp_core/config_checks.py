@@ -5,7 +5,9 @@ the settings together on a dataset (:func:`check_settings`, which
 ``PLNLPConfig.validate`` runs) and on the loaded graph
 (:func:`check_graph`). They read the names of the method's parts from
 :mod:`plnlp_core.choices`, not their implementations, so that refusing a
-setting imports no torch."""
+setting imports no torch. A part named by import path is checked for its
+spelling here; :func:`plnlp_core.parts.checks.check_config` also imports it
+and tries it on a tiny graph (torch: only a config that names one pays for it)."""
 import typing
 from collections.abc import Mapping
 
@@ -23,6 +25,7 @@ from plnlp_core.choices import (
     NCN_SETTINGS,
     NEGATIVE_MODES,
     NODE_INPUTS,
+    PART_KINDS,
     PATH_LENGTHS,
     PRECISIONS,
     PREDICTOR_CHOICES,
@@ -36,6 +39,8 @@ from plnlp_core.choices import (
 )
 from plnlp_core.data.datasets import DATASETS, DatasetInfo
 from plnlp_core.errors import PLNLPError
+from plnlp_core.parts.import_path import check_spelling, is_import_path, with_article
+from plnlp_core.registry import Registry
 
 
 class CheckedSettings:
@@ -63,9 +68,9 @@ class CheckedSettings:
 def check_settings(config: "CheckedSettings", info: DatasetInfo) -> None:
     """Refuses the first impossible setting of ``config`` on the dataset
     ``info`` describes, with one sentence that says how to fix it."""
-    ENCODER_CHOICES.get(config.encoder)
-    LOSS_CHOICES.get(config.loss)
-    SAMPLER_CHOICES.get(config.sampler)
+    for kind, choices in (("encoder", ENCODER_CHOICES), ("loss", LOSS_CHOICES),
+                          ("sampler", SAMPLER_CHOICES), ("predictor", None)):
+        _check_part(config, kind, choices)
     for key, choices in (("node_input", NODE_INPUTS), ("walk_starts", WALK_STARTS),
                          ("walk_positives", WALK_POSITIVES), ("edge_margin", EDGE_MARGINS),
                          ("negatives", NEGATIVE_MODES), ("lr_decay", LR_DECAYS),
@@ -114,6 +119,29 @@ def check_settings(config: "CheckedSettings", info: DatasetInfo) -> None:
     _check_fanouts(config)
     _check_edge_level(config)
     check_against_dataset(config, info)
+
+
+def names_own_parts(config: "CheckedSettings") -> bool:
+    """Whether ``config`` names a part of one's own by import path."""
+    return any(is_import_path(getattr(config, kind)) for kind in PART_KINDS)
+
+
+def _check_part(config: "CheckedSettings", kind: str, choices: Registry | None) -> None:
+    """Refuses an unknown built-in name of ``kind`` (checked against
+    ``choices``, unless ``None``: the predictor's table depends on the
+    level), an import path that is not spelled as one, and settings of a
+    part's own for a built-in part."""
+    name, options = getattr(config, kind), getattr(config, f"{kind}_options")
+    if is_import_path(name):
+        check_spelling(kind, name)
+        return
+    if choices is not None:
+        choices.get(name)
+    if options:
+        raise PLNLPError(f"{kind}_options sets {', '.join(options)} for {kind} {name!r}, a "
+                         f"built-in {kind}, which takes its settings from the config's own "
+                         f"(docs/settings.md); leave {kind}_options empty, or name "
+                         f"{with_article(kind)} of your own by import path.")
 
 
 def _check_heart(config: "CheckedSettings") -> None:
@@ -198,6 +226,7 @@ def _check_edge_level(config: "CheckedSettings") -> None:
             "encoder; set encoder_level=node with an encoder other than none (the edge level "
             "has target_edge_removal), or leave node_target_edge_removal at false."
         )
+    own = is_import_path(config.predictor)
     if config.encoder_level == "node":
         if (config.predictor in EDGE_PREDICTOR_CHOICES
                 and config.predictor not in PREDICTOR_CHOICES):
@@ -205,8 +234,14 @@ def _check_edge_level(config: "CheckedSettings") -> None:
                 f"predictor {config.predictor!r} reads the pair's common neighbours, which only "
                 "encoder_level edge gives; set encoder_level=edge."
             )
-        PREDICTOR_CHOICES.get(config.predictor)
+        if not own:
+            PREDICTOR_CHOICES.get(config.predictor)
         _refuse_changed(config, EDGE_LEVEL_SETTINGS, "encoder_level edge", "encoder_level=edge")
+        return
+    if own:  # an edge-level predictor of one's own reads neither NCN's settings nor the counts
+        _refuse_changed(config, NCN_SETTINGS, "predictor ncn", "predictor=ncn")
+        _refuse_changed(config, {"edge_counts": None, "edge_path_length": 2}, "predictor mlp",
+                        "predictor=mlp")
         return
     if config.predictor not in EDGE_PREDICTOR_CHOICES:
         raise PLNLPError(
@@ -259,7 +294,7 @@ def check_graph(config: "CheckedSettings", num_nodes: int,
     from plnlp_core.nn.node_input import refuse_categories  # torch, once a graph is loaded
     from plnlp_core.sampling import check_pool_size
 
-    if SAMPLER_CHOICES.get(config.sampler):
+    if not is_import_path(config.sampler) and SAMPLER_CHOICES.get(config.sampler):
         check_pool_size(config.candidate_pool, num_nodes)
     if config.feature_categories is not None and categories is not None:
         refuse_categories(categories, config.feature_categories)
@@ -296,24 +331,35 @@ def check_against_dataset(config: "CheckedSettings", info: DatasetInfo) -> None:
             f"graph) but {info.ogb_name} is directed; set force_symmetric_predictor=true to "
             "use it anyway."
         )
-    predictors = PREDICTOR_CHOICES if config.encoder_level == "node" else EDGE_PREDICTOR_CHOICES
-    symmetric = predictors.get(config.predictor)
+    if not is_import_path(config.predictor):  # one's own: checked once imported
+        predictors = PREDICTOR_CHOICES if config.encoder_level == "node" \
+            else EDGE_PREDICTOR_CHOICES
+        check_symmetry(config, info, predictors.get(config.predictor))
+    check_margins(config, info, config.loss in WEIGHTED_LOSSES)
+    if config.min_train_year is not None and not info.edge_years:
+        raise PLNLPError(
+            f"min_train_year filters edges by year, and {info.ogb_name} has no edge years; "
+            "remove the setting."
+        )
+
+
+def check_symmetry(config: "CheckedSettings", info: DatasetInfo, symmetric: bool) -> None:
+    """Refuses a ``symmetric`` predictor on a directed graph, unless forced."""
     if info.directed and symmetric and not config.force_symmetric_predictor:
         raise PLNLPError(
             f"predictor {config.predictor!r} is symmetric but {info.ogb_name} is directed; use "
             "bilinear or mlp_concat, or set force_symmetric_predictor=true."
         )
-    if (config.loss in WEIGHTED_LOSSES and config.edge_margin == "raw"
+
+
+def check_margins(config: "CheckedSettings", info: DatasetInfo, weighted: bool) -> None:
+    """Refuses raw margins for a ``weighted`` loss on a graph without weights."""
+    if (weighted and config.edge_margin == "raw"
             and not (config.uses_random_walk or info.edge_weights)):
         raise PLNLPError(
             f"loss {config.loss!r} with edge_margin raw needs edge weights, and "
             f"{info.ogb_name} has none; set edge_margin=normalized, or walk_length to a "
             "positive length to add random-walk pairs."
-        )
-    if config.min_train_year is not None and not info.edge_years:
-        raise PLNLPError(
-            f"min_train_year filters edges by year, and {info.ogb_name} has no edge years; "
-            "remove the setting."
         )
 
 
@@ -332,7 +378,7 @@ def check_setting(key: str, value: object, hints: Mapping[str, object]) -> None:
 
 
 def check_type(key: str, value: object, hint: object) -> None:
-    allowed = typing.get_args(hint) or (hint,)
+    allowed = (hint,) if typing.get_origin(hint) is dict else typing.get_args(hint) or (hint,)
     if float in allowed:
         allowed = (*allowed, int)
     ok = any(_is_of(value, t) for t in allowed)
@@ -348,10 +394,14 @@ def _is_of(value: object, hint: object) -> bool:
         return value is None
     if typing.get_origin(hint) is tuple:
         return isinstance(value, list | tuple) and all(_is_of(v, int) for v in value)
+    if typing.get_origin(hint) is dict:
+        return isinstance(value, dict) and all(isinstance(k, str) for k in value)
     return isinstance(value, hint) and not (isinstance(value, bool) and hint is not bool)
 
 
 def _type_name(hint: object) -> str:
     if hint is type(None):
         return "null"
+    if typing.get_origin(hint) is dict:
+        return "a mapping of names to values"
     return "a list of integers" if typing.get_origin(hint) is tuple else hint.__name__

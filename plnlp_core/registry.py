@@ -13,16 +13,19 @@ class Registry(Generic[T]):
     Args:
         kind (str): What the table holds, used in error messages
             (``"encoder"``).
+        otherwise (str): What an unknown name's refusal offers besides the
+            names (``"your own as module.path:ClassName"``). (default: ``""``)
     """
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, otherwise: str = "") -> None:
         self.kind = kind
+        self.otherwise = otherwise
         self._entries: dict[str, T] = {}
 
     @classmethod
-    def of(cls, kind: str, entries: Mapping[str, T]) -> "Registry[T]":
+    def of(cls, kind: str, entries: Mapping[str, T], otherwise: str = "") -> "Registry[T]":
         """A table of ``kind`` holding ``entries`` (name to entry) at once."""
-        table = cls(kind)
+        table = cls(kind, otherwise)
         for name, entry in entries.items():
             table.register(name)(entry)
         return table
@@ -38,8 +41,9 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         if name not in self._entries:
+            otherwise = f", or {self.otherwise}" if self.otherwise else ""
             raise PLNLPError(
-                f"unknown {self.kind} {name!r}; choose one of: {', '.join(self.names)}."
+                f"unknown {self.kind} {name!r}; choose one of: {', '.join(self.names)}{otherwise}."
             )
         return self._entries[name]
 

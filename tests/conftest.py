@@ -22,10 +22,18 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def ray_session(cache_dir: Path):
     """One local Ray for the whole suite: starting one takes many seconds.
-    Its own (``address="local"``), never another Ray running on the machine."""
+    Its own (``address="local"``), never another Ray running on the machine.
+    Started from the repository's root, which Ray puts on its workers' path
+    (the folder its driver runs in), so that they import ``examples/`` as a
+    user's workers import the package in the folder a command runs from."""
     import ray
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=True)
+    started_in = os.getcwd()
+    os.chdir(REPO_ROOT)
+    try:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=True)
+    finally:
+        os.chdir(started_in)
     yield ray
     ray.shutdown()
 

@@ -4,8 +4,10 @@ model of the active run, ``model``, that scores pairs of the user's node ids
 model last encoded the nodes once
 (:class:`plnlp_core.scoring.link_scorer.LinkScorer`) and wrote its files (the
 evaluate stage, :mod:`components.evaluate`); the driver logs them here with
-the model's own copy of :mod:`plnlp_core`. Nothing here reads a stage's
-output: the caller hands over the scorer's folder.
+the model's own copy of :mod:`plnlp_core` and the code of the parts of one's
+own its config names (their package's folder, or their module), so that it
+loads where neither is installed. Nothing here reads a stage's output: the
+caller hands over the scorer's folder.
 
 Registered link predictors: a run's ``model`` as a new version of a
 name in MLflow's model registry, and the ``champion`` alias on the version
@@ -28,6 +30,8 @@ import components.recording.served_model
 import plnlp_core
 from components.recording.metric_names import run_metrics
 from components.recording.names import CHAMPION
+from plnlp_core.parts.import_path import code_location, own_parts
+from plnlp_core.scoring.link_scorer import LinkScorer
 
 MODEL_ARTIFACT = "model"
 REQUIREMENTS = ("torch", "torch-geometric", "ogb", "pyarrow", "pandas", "scipy")
@@ -64,18 +68,23 @@ def served_signature(id_kind: str) -> ModelSignature:
 
 def log_link_model(directory: Path, id_kind: str) -> None:
     """Logs the scorer in ``directory`` as the active run's ``model``, with
-    :func:`served_signature`."""
+    :func:`served_signature` and the code it loads (:func:`model_code`)."""
     with warnings.catch_warnings():  # on a missing input example: the signature says it all
         warnings.filterwarnings("ignore", message=".*input example was not provided")
         mlflow.pyfunc.log_model(
             name=MODEL_ARTIFACT, python_model=components.recording.served_model.__file__,
             artifacts={components.recording.served_model.SCORER_ARTIFACT: str(directory)},
-            signature=served_signature(id_kind), code_paths=[str(Path(plnlp_core.__file__).parent)],
+            signature=served_signature(id_kind), code_paths=model_code(directory),
             pip_requirements=[f"{name}=={version(name).split('+')[0]}" for name in REQUIREMENTS],
         )
 
 
-
+def model_code(directory: Path) -> list[str]:
+    """The code the scorer in ``directory`` loads: :mod:`plnlp_core`, and the
+    folder or module file of each part of one's own its config names."""
+    parts = own_parts(LinkScorer.saved_config(directory)).values()
+    return list(dict.fromkeys([str(Path(plnlp_core.__file__).parent),
+                               *(str(code_location(path)) for path in parts)]))
 
 
 def register_link_model(run_id: str, name: str, metric: str) -> str:

@@ -34,6 +34,7 @@ from components.recording.plots import plot_metric_by_setting
 from components.recording.reads import child_runs
 from components.recording.tracking import log_validation_curves
 from components.storage.location import Location
+from plnlp_core.parts.import_path import is_import_path
 
 REASON_CHARS = 2000  # of a failed trial's reason, kept with its outcome
 
@@ -61,9 +62,11 @@ class TrialOutcome:
 
 def trial_run_name(settings: dict) -> str:
     """A trial's run name: its sampled settings, e.g. ``loss=auc-num_neg=3``,
-    so that the runs table tells trials apart at a glance."""
-    parts = [f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}"
-             for key, value in sorted(settings.items())]
+    so that the runs table tells trials apart at a glance; a part of one's
+    own by its class's name (``encoder=GINLayer``)."""
+    parts = [f"{key}={value:.4g}" if isinstance(value, float)
+             else f"{key}={value.partition(':')[2]}" if is_import_path(value)
+             else f"{key}={value}" for key, value in sorted(settings.items())]
     return "-".join(parts)[:250] or "trial"
 
 

@@ -28,6 +28,7 @@ from components.recording.plots import plot_learning_curve, plot_validation_curv
 from components.storage.location import local_copy
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.own_graph import GraphReport
+from plnlp_core.parts.import_path import code_version, own_parts
 
 
 def log_config(config: PLNLPConfig, extra: dict[str, object],
@@ -35,13 +36,18 @@ def log_config(config: PLNLPConfig, extra: dict[str, object],
     """The settings that shaped the run (a heuristic's graph, or the
     settings of the parts PLNLP used, see
     :meth:`~plnlp_core.config.PLNLPConfig.shaping_settings`) and ``extra``
-    as params, and every resolved setting as ``config.yaml`` (what
-    ``--resume`` reads); both without those in ``exclude`` (a sweep's
-    searched ones, which each trial chooses)."""
+    as params, with ``<kind>_version`` for each part of one's own (its
+    package's version, or its files' hash: :func:`code_version`), and every
+    resolved setting as ``config.yaml`` (what ``--resume`` reads); both
+    without those in ``exclude`` (a sweep's searched ones, which each trial
+    chooses)."""
     shaping = {key: value for key, value in config.shaping_settings(heuristic, exclude).items()
                if key not in exclude}
+    versions = {} if heuristic else {f"{kind}_version": code_version(path)
+                                     for kind, path in own_parts(config).items()
+                                     if kind not in exclude}
     mlflow.log_params({key: "null" if value is None else value
-                       for key, value in {**shaping, **extra}.items()})
+                       for key, value in {**shaping, **versions, **extra}.items()})
     settings = {key: value for key, value in config.to_dict().items() if key not in exclude}
     mlflow.log_text(yaml.safe_dump(settings, sort_keys=False), CONFIG_FILE)
 

@@ -29,6 +29,7 @@ from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import data_root_setting
 from plnlp_core.errors import PLNLPError
+from plnlp_core.parts.checks import check_config
 
 
 def resumed_run(request: RunRequest, graph: Callable[[str], GraphSource]) -> RunPlan:
@@ -61,7 +62,7 @@ def resumed_run(request: RunRequest, graph: Callable[[str], GraphSource]) -> Run
                          f"{request.experiment!r}; drop --experiment to go on with it there.")
     settings = run_settings(run_id)
     config = PLNLPConfig.from_mapping({**settings, **parse_overrides(request.overrides)})
-    info = config.validate(source.info if source.path is not None else None)
+    info = check_config(config, source.info if source.path is not None else None)
     request = dataclasses.replace(
         request, dataset=request.dataset or tags.get(DATASET_TAG) or trained,
         preset=run.data.params.get("preset", request.preset), experiment=experiment,

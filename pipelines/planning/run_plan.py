@@ -20,6 +20,7 @@ from plnlp_core.choices import HEURISTIC_CHOICES
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
+from plnlp_core.parts.checks import check_config
 
 
 def plan_run(request: RunRequest) -> RunPlan:
@@ -94,7 +95,7 @@ def resolve_config(request: RunRequest, source: GraphSource) -> PLNLPConfig:
         raise PLNLPError(f"the config names dataset {settings['dataset']!r} but --dataset is "
                          f"{request.dataset!r}; choose one with --dataset.")
     config = PLNLPConfig.from_mapping(settings)
-    config.validate(source.info if source.path is not None else None)
+    check_config(config, source.info if source.path is not None else None)
     if request.runs < 1:
         raise PLNLPError(f"--runs must be at least 1, got {request.runs}.")
     if request.max_failures < 0:

@@ -17,15 +17,22 @@ before any trial starts, and its translation into Ray Tune's terms::
 Distributions: ``choice`` and ``grid`` (lists of values), ``uniform`` and
 ``loguniform`` ([low, high]), ``randint`` ([low, high], high excluded).
 ASHA's time is the epoch: a trial reports at every evaluated epoch.
+
+A part may be chosen among built-in ones and one's own
+(``encoder: {choice: [sage, "my_parts.layers:GINLayer"]}``), and a part's own
+setting searched as ``<kind>_options.<key>`` (``encoder_options.eps: {choice:
+[0, 0.1]}``), checked with each choice of its part the space makes (a
+built-in part takes none of them).
 """
 import copy
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from components.train.workers import WorkerGroup
-from plnlp_core.config import PLNLPConfig
+from plnlp_core.config import OPTION_SETTINGS, PLNLPConfig
 from plnlp_core.data.datasets import DatasetInfo
 from plnlp_core.errors import PLNLPError
+from plnlp_core.parts.checks import check_config
 
 KEYS = ("preset", "metric", "mode", "num_samples", "search", "scheduler", "max_concurrent",
         "resources", "space")
@@ -152,7 +159,7 @@ class SearchSpace:
         if not (isinstance(spec, dict) and len(spec) == 1 and next(iter(spec)) in kinds):
             self._refuse(key, f"must be one of {{{': [...]}, {'.join(kinds)}: [...]}}, "
                               f"got {spec!r}")
-        if key not in SETTINGS:
+        if key not in SETTINGS and key.partition(".")[0] not in OPTION_SETTINGS:
             self._refuse(key, f"is not a setting; valid settings are: {', '.join(SETTINGS)}")
         (kind, values), = spec.items()
         if not isinstance(values, list) or not values:
@@ -166,10 +173,21 @@ class SearchSpace:
         if self.search == "optuna" and kind == "grid":
             self._refuse(key, "is a grid, which Optuna's search cannot take; use `choice`")
         for value in values:
-            try:
-                self.base.replace(**{key: value}).validate(self.info)
-            except PLNLPError as error:
-                self._refuse(key, f"cannot take {value!r}: {error}".rstrip("."))
+            for part in self._parts_chosen(key):
+                try:
+                    check_config(self.base.replace(**part, **{key: value}), self.info)
+                except PLNLPError as error:
+                    chosen = "".join(f" with {kind} {name!r}" for kind, name in part.items())
+                    self._refuse(key, f"cannot take {value!r}{chosen}: {error}".rstrip("."))
+
+    def _parts_chosen(self, key: str) -> list[dict[str, object]]:
+        """The parts a searched ``<kind>_options.<key>`` is checked with: each
+        the space chooses for its kind, or the base's (``[{}]``)."""
+        kind = key.partition("_options.")[0] if "_options." in key else None
+        spec = self.searched.get(kind) if kind else None
+        if not isinstance(spec, dict) or next(iter(spec), None) not in LISTS:
+            return [{}]
+        return [{kind: name} for name in next(iter(spec.values())) or []]
 
     def _check_bounds(self, key: str, kind: str, bounds: list) -> None:
         number = int if kind == "randint" else int | float

@@ -48,13 +48,25 @@ T = TypeVar("T")
 
 def prepare(validate: Callable[[], T], workers: WorkerGroup, verbose: bool = True,
             work_dir: str | None = None, data_root: str | None = None) -> T | None:
+    """:func:`start_services`; on bad input prints one ``error:`` line and
+    returns ``None``."""
+    try:
+        return start_services(validate, workers, verbose, work_dir, data_root)
+    except PLNLPError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return None
+
+
+def start_services(validate: Callable[[], T], workers: WorkerGroup, verbose: bool = True,
+                   work_dir: str | None = None, data_root: str | None = None) -> T:
     """Checks that the MLflow store can be written, runs ``validate``,
     checks that ``work_dir`` can be written and ``data_root`` read when
     they are in object storage, starts or joins Ray (see
     :func:`connect_ray`) and checks the worker group fits (Ray's driver
-    logging its info lines only when ``verbose``); on bad input prints one
-    ``error:`` line and returns ``None``. SIGINT or SIGTERM meanwhile stops
-    the process (see :func:`pipelines.runtime.interrupts.stop`)."""
+    logging its info lines only when ``verbose``); returns what
+    ``validate`` returned, or raises the :class:`PLNLPError` of bad input.
+    SIGINT or SIGTERM meanwhile stops the process (see
+    :func:`pipelines.runtime.interrupts.stop`)."""
     keep_home_clean()
     guard = SignalGuard()
     try:
@@ -66,9 +78,6 @@ def prepare(validate: Callable[[], T], workers: WorkerGroup, verbose: bool = Tru
                 raise PLNLPError("--num-workers and --cpus-per-worker must be at least 1.")
             connect_ray(logging.INFO if verbose else logging.WARNING)
             check_resources(workers)
-    except PLNLPError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return None
     except KeyboardInterrupt:
         stop(guard)
     return value

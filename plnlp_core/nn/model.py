@@ -43,7 +43,8 @@ class PLNLPModel(nn.Module):
     Args:
         node_input (NodeInput): Builds :math:`\mathbf{h}^{(0)}`.
         encoder (GNNEncoder): The neighborhood encoder.
-        predictor (str): A name in :data:`PREDICTORS`.
+        predictor (str or nn.Module): A name in :data:`PREDICTORS`, built
+            with the settings below, or a predictor of one's own, built.
         predictor_hidden (int): Hidden size of MLP predictors.
         predictor_layers (int): Layers of MLP predictors.
         predictor_dropout (float): Dropout of MLP predictors.
@@ -63,7 +64,7 @@ class PLNLPModel(nn.Module):
     about what evaluation's graph lacks (the held-out edges)."""
 
     def __init__(
-        self, node_input: NodeInput, encoder: GNNEncoder, predictor: str,
+        self, node_input: NodeInput, encoder: GNNEncoder, predictor: str | nn.Module,
         predictor_hidden: int, predictor_layers: int, predictor_dropout: float,
         predictor_residual: bool = False, target_edge_removal: bool = False,
     ) -> None:
@@ -74,10 +75,10 @@ class PLNLPModel(nn.Module):
         if target_edge_removal:
             encoder.stop_caching()  # the graph changes at every step
         self._lookup: AdjacencyLookup | None = None
-        self.predictor = PREDICTORS.get(predictor)(
-            encoder.out_channels, hidden_channels=predictor_hidden,
-            num_layers=predictor_layers, dropout=predictor_dropout, residual=predictor_residual,
-        )
+        self.predictor = predictor if isinstance(predictor, nn.Module) else PREDICTORS.get(
+            predictor)(encoder.out_channels, hidden_channels=predictor_hidden,
+                       num_layers=predictor_layers, dropout=predictor_dropout,
+                       residual=predictor_residual)
 
     def encode(self, x: Tensor | None, adj: Tensor) -> Tensor:
         """Node vectors :math:`\\mathbf{h}`, shape ``[N, C]``."""

@@ -29,9 +29,10 @@ from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DatasetInfo, LinkSplit
 from plnlp_core.data.node_ids import NodeIds
-from plnlp_core.errors import PLNLPError
+from plnlp_core.errors import PLNLPError, first_line
 from plnlp_core.graph import csr_of_pairs
 from plnlp_core.nn import PLNLPModel
+from plnlp_core.parts.import_path import import_object, own_parts
 from plnlp_core.scoring.evaluation import score_pairs
 
 TENSORS_FILE = "scorer.pt"
@@ -173,6 +174,11 @@ class LinkScorer:
         if self.node_ids.ids is not None:
             pq.write_table(pa.table({"id": self.node_ids.ids}), directory / IDS_FILE)
 
+    @staticmethod
+    def saved_config(directory: Path) -> PLNLPConfig:
+        """The settings of the model :meth:`save` wrote into ``directory``."""
+        return PLNLPConfig.from_mapping(json.loads((directory / META_FILE).read_text())["config"])
+
     @classmethod
     def load(cls, directory: Path, device: torch.device | str = "cpu") -> "LinkScorer":
         """The scorer :meth:`save` wrote into ``directory``, on ``device``.
@@ -185,6 +191,7 @@ class LinkScorer:
             raise PLNLPError(f"{directory} holds a scorer of format {meta.get('format')}, "
                              f"this plnlp reads format {FORMAT}; log the model again with it.")
         config = PLNLPConfig.from_mapping(meta["config"])
+        check_parts_importable(config)
         info = DatasetInfo(**{**meta["info"], "hits_k": tuple(meta["info"]["hits_k"])})
         tensors = torch.load(directory / TENSORS_FILE, weights_only=True, map_location="cpu",
                              mmap=True)
@@ -195,6 +202,21 @@ class LinkScorer:
         adj = _csr(tensors, "adj", h.size(0)).to(device) if "adj_crow" in tensors else None
         return cls(model, h, adj, lambda: _csr(tensors, "known", h.size(0)),
                    NodeIds(h.size(0), ids), config, info)
+
+
+def check_parts_importable(config: PLNLPConfig) -> None:
+    """Refuses a model whose parts of one's own do not import here (the
+    model's code carries them; what they import must be installed)."""
+    for kind, path in own_parts(config).items():
+        try:
+            import_object(kind, path)
+        except PLNLPError as error:
+            cause = error.__cause__
+            detail = str(error) if cause is None else f"{type(cause).__name__}: {first_line(cause)}"
+            raise PLNLPError(f"this model's {kind} {path!r} cannot be imported here ({detail}); "
+                             "install what it imports on this machine (the model carries the "
+                             "code of its parts, not their dependencies), or log the model "
+                             "again with its parts' code (docs/extending.md).") from error
 
 
 def known_edges(split: LinkSplit) -> Tensor:

@@ -4,9 +4,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from plnlp_core.assembly import build_loss
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.errors import PLNLPError
-from plnlp_core.losses import LOSSES, LossFn
+from plnlp_core.losses import LossFn
 from plnlp_core.nn.model import unwrap
 from plnlp_core.sampling import NegativeSampler, PairScorer, draw_negatives
 from plnlp_core.sampling.neighbors import NeighborSampler, SampledSubgraph, sample_pairs
@@ -59,7 +60,7 @@ class StepOptions:
     @classmethod
     def from_config(cls, config: PLNLPConfig, world_size: int = 1) -> "StepOptions":
         """The loss ``config.loss`` names and the step's settings of ``config``."""
-        return cls(LOSSES.get(config.loss), config.num_neg, config.negatives, config.l2,
+        return cls(build_loss(config), config.num_neg, config.negatives, config.l2,
                    config.clip_grad_norm, world_size, config.precision)
 
 

@@ -116,6 +116,9 @@ def test_a_trial_run_is_named_by_its_sampled_settings():
     assert trial_run_name({"num_neg": 3, "loss": "auc", "lr": 0.0123456}) \
         == "loss=auc-lr=0.01235-num_neg=3"
     assert trial_run_name({}) == "trial"
+    assert trial_run_name({"encoder": "examples.link_parts.layers:GINLayer",
+                           "encoder_options.eps": 0.1}) \
+        == "encoder=GINLayer-encoder_options.eps=0.1"
 
 
 def test_trials_csv_and_the_epoch_plot_name_each_trial_by_its_settings(

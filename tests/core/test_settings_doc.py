@@ -23,7 +23,8 @@ def documented() -> list[tuple[str, object]]:
     return rows
 
 
-FIELDS = {field.name: field.default for field in dataclasses.fields(PLNLPConfig)}
+FIELDS = {field.name: field.default_factory() if field.default is dataclasses.MISSING
+          else field.default for field in dataclasses.fields(PLNLPConfig)}
 ROWS = documented()
 
 

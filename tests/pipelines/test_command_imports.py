@@ -1,7 +1,9 @@
 """Every command answers ``--help``, and ``pipelines/run.py`` refuses an
 unknown dataset, before importing torch, PyG, Ray or MLflow: each is run in
 a fresh interpreter, which then says which of them it imported (no timing
-here; ``benchmarks/command_latency.py`` measures the seconds)."""
+here; ``benchmarks/command_latency.py`` measures the seconds). An unknown
+part's name, and an import path spelled wrong, are refused so too; a part of
+one's own is imported (and torch with it) only once its path is well spelled."""
 import subprocess
 import sys
 import textwrap
@@ -44,6 +46,9 @@ def test_help_imports_no_heavy_package(module):
 @pytest.mark.parametrize("argv", [["--dataset", "nope"],
                                   ["--dataset", "ddi", "--preset", "nope"],
                                   ["--dataset", "ddi", "--set", "nope=1"],
-                                  ["--dataset", "ddi", "--set", "lr=abc"]])
+                                  ["--dataset", "ddi", "--set", "lr=abc"],
+                                  ["--dataset", "ddi", "--set", "encoder=gin"],
+                                  ["--dataset", "ddi", "--set", "encoder=my parts:GIN"],
+                                  ["--dataset", "ddi", "--set", "encoder_options.eps=0.1"]])
 def test_run_refuses_bad_input_before_importing_heavy_packages(argv):
     assert imported_by("pipelines.run", argv) == []

@@ -7,6 +7,7 @@ runs sharing one SQLite store are tested here too."""
 import errno
 import functools
 import http.server
+import importlib
 import os
 import re
 import shutil
@@ -15,6 +16,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -112,6 +114,43 @@ ENTRIES: dict[str, Entry] = {
     "unknown-predictor": settings("unknown predictor 'cosine'; choose one of:"),
     "unknown-loss": settings("unknown loss 'mse'; choose one of:"),
     "unknown-sampler": settings("unknown sampler 'uniform'; choose one of:"),
+    # parts of one's own (import paths), before anything starts
+    "part-misspelled": settings("encoder 'my parts:GIN' is not an import path; write "
+                                "module.path:ClassName"),
+    "part-options-builtin": settings("encoder_options sets eps for encoder 'sage', a built-in "
+                                     "encoder, which takes its settings from the config's own"),
+    "part-not-importable": settings("encoder 'no_such_parts.layers:GIN' cannot be imported "
+                                    "(ModuleNotFoundError: No module named 'no_such_parts'); "
+                                    "install the package that holds it, or run from the folder "
+                                    "that holds no_such_parts"),
+    "part-name-missing": settings("encoder 'examples.link_parts.layers:GINEncoder' names nothing "
+                                  "in examples.link_parts.layers (its classes: GINLayer); give "
+                                  "one of them after the colon."),
+    "part-wrong-kind": settings("loss 'examples.link_parts.layers:GINLayer' is the class "
+                                "examples.link_parts.layers.GINLayer, not a subclass of "
+                                "plnlp_core.losses.RankingLoss; a loss is a class whose forward("),
+    "part-flag-missing": settings("predictor 'flagless_parts:Scorer' has no symmetric flag; give "
+                                  "the class symmetric = True or False"),
+    "part-option-unknown": settings("encoder_options.heads is not a setting of encoder "
+                                    "'examples.link_parts.layers:GINLayer'; it takes: eps, "
+                                    "train_eps (the product passes in_channels, out_channels)."),
+    "part-not-built": settings("could not be built with in_channels=512, hidden_channels=512, "
+                               "num_layers=2, dropout=0.3, residual=True (ValueError: a residual "
+                               "MLP adds its input (1024) to hidden layers of 512); fix "
+                               "predictor_options or the class's __init__"),
+    "part-call-fails": settings("failed on a tiny graph of 64 nodes (TypeError: "
+                                "MLPPredictor.forward() takes 3 positional arguments but 4 were "
+                                "given); its forward(h [N, C], pairs [M, 2], lookup) returns [M] "
+                                "at encoder_level edge"),
+    "part-wrong-shape": settings("encoder 'narrow_parts:Narrow' returned shape [64, 3] on a tiny "
+                                 "graph of 64 nodes, where [64, 512] (nodes x out_channels) was "
+                                 "due"),
+    "part-defined-in-main": Entry("is defined in __main__ (a notebook or script), which Ray's "
+                                  "workers and a served model cannot import", None, "none",
+                                  "test_library_safety_nets_raise_plnlp_error"),
+    "run-job-unknown-part": Entry("run_job takes parts as encoder=, predictor=, loss=, sampler=; "
+                                  "not layer.", None, "none",
+                                  "test_library_safety_nets_raise_plnlp_error"),
     "unknown-choice": settings("unknown lr_decay 'cosine'; choose one of: none, linear."),
     "no-scheduler-setting": settings("unknown setting 'scheduler'; valid settings are:"),
     "unknown-setting": settings("unknown setting 'batchsize'; valid settings are:"),
@@ -231,6 +270,11 @@ ENTRIES: dict[str, Entry] = {
     "model-unknown-alias": predict("registered model 'links' has no alias 'best' (its aliases: "
                                    "champion)"),
     "model-unknown-version": predict("registered model 'links' has no version 7 (it has 1)."),
+    "model-part-missing": Entry("this model's predictor 'carried_parts:Scorer' cannot be "
+                                "imported here (ModuleNotFoundError: No module named "
+                                "'carried_helper'); install what it imports on this machine", 2,
+                                "none", "test_predict_refuses_a_model_whose_part_does_not_import_"
+                                "here"),
     "workers-below-one": settings("--num-workers and --cpus-per-worker must be at least 1."),
     "max-failures-negative": settings("--max-failures must be 0 or more, got -1."),
     "gpu-preset-on-cpu": settings("the ddi 'paper' preset is made for a GPU and would take hours "
@@ -614,7 +658,51 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
     "unknown-model": lambda _: ["--dataset", "ddi", "--model", "heuristic:katz"],
     "register-heuristic": lambda _: ["--dataset", "ddi", "--model", "heuristic:cn",
                                      "--register", "links"],
+    "part-misspelled": lambda _: ["--dataset", "ddi", "--set", "encoder=my parts:GIN"],
+    "part-options-builtin": lambda _: ["--dataset", "ddi", "--set", "encoder_options.eps=0.1"],
+    "part-not-importable": lambda _: ["--dataset", "ddi", "--set",
+                                      "encoder=no_such_parts.layers:GIN"],
+    "part-name-missing": lambda _: ["--dataset", "ddi", "--set",
+                                    "encoder=examples.link_parts.layers:GINEncoder"],
+    "part-wrong-kind": lambda _: ["--dataset", "ddi", "--set",
+                                  "loss=examples.link_parts.layers:GINLayer"],
+    "part-flag-missing": lambda tmp: ["--dataset", "ddi", "--set",
+                                      f"predictor={own_module(tmp, 'flagless_parts', FLAGLESS)}"
+                                      ":Scorer"],
+    "part-option-unknown": lambda _: ["--dataset", "ddi", "--set",
+                                      "encoder=examples.link_parts.layers:GINLayer", "--set",
+                                      "encoder_options.heads=4"],
+    "part-not-built": lambda _: ["--dataset", "ddi", "--set",
+                                 "predictor=examples.link_parts.predictors:HadamardDistanceMLP",
+                                 "--set", "predictor_options.residual=true"],
+    "part-call-fails": lambda _: ["--dataset", "ddi", "--set", "encoder_level=edge", "--set",
+                                  "predictor=examples.link_parts.predictors:HadamardDistanceMLP"],
+    "part-wrong-shape": lambda tmp: ["--dataset", "ddi", "--set",
+                                     f"encoder={own_module(tmp, 'narrow_parts', NARROW)}:Narrow"],
 }
+FLAGLESS = """
+class Scorer(torch.nn.Module):
+    def forward(self, h_src, h_dst):
+        return (h_src * h_dst).sum(-1)
+"""
+NARROW = """
+class Narrow(torch.nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.lin = torch.nn.Linear(in_channels, 3)
+
+    def forward(self, x, adj):
+        return self.lin(x)
+"""
+
+
+def own_module(folder: Path, name: str, source: str) -> str:
+    """Writes the module ``name`` of a part of one's own (``source``, which
+    may use torch) into ``folder``, the command's current one; its name."""
+    write(folder / f"{name}.py", "import torch\n" + textwrap.dedent(source))
+    importlib.invalidate_caches()
+    sys.modules.pop(name, None)
+    return name
 
 
 def split_folder_without_test(tmp: Path) -> Path:
@@ -767,6 +855,8 @@ def test_library_safety_nets_raise_plnlp_error(tmp_path, monkeypatch):
     from components.storage.graph_files import read_adjacency
     from components.storage.location import Location
     from components.storage.manifest import MANIFEST, content_digest
+    from pipelines.planning.request import RunRequest
+    from pipelines.run import run_job
     from plnlp_core.data.standins import StandinSize, check_standin_size, standin_size
     from plnlp_core.losses import LOSSES
     from plnlp_core.nn.node_input import category_index
@@ -782,6 +872,9 @@ def test_library_safety_nets_raise_plnlp_error(tmp_path, monkeypatch):
         "stage-cache-unreadable": lambda: content_digest(
             Location(write(tmp_path / MANIFEST, "{").parent)),
         "split-array-damaged": lambda: read_adjacency(tmp_path, 60),
+        "part-defined-in-main": lambda: PLNLPConfig.from_mapping(
+            {"encoder": type("Layer", (torch.nn.Module,), {"__module__": "__main__"})}),
+        "run-job-unknown-part": lambda: run_job(RunRequest("ddi"), layer="sage"),
     }
     for entry_id, call in raised.items():
         entry = ENTRIES[entry_id]
@@ -1671,7 +1764,8 @@ def resume_case(entry_id: str, tmp_path: Path) -> list[str]:
     if entry_id == "resume-data-missing":
         return ["--resume", recorded_run(CONFIG, status="KILLED"),
                 "--data-root", str(tmp_path / "nowhere")]
-    run_id = recorded_run(CONFIG, checkpoint=shapes_checkpoint(tmp_path, CONFIG))
+    own = CONFIG.replace(encoder="examples.link_parts.layers:GINLayer")  # --resume imports it
+    run_id = recorded_run(own, checkpoint=shapes_checkpoint(tmp_path, own))
     return ["--dataset", "ddi", "--resume", run_id, "--set", "hidden_channels=16"]
 
 
@@ -1833,6 +1927,52 @@ def test_predict_refuses_what_it_cannot_use(entry_id, predict_store, tmp_path, c
     assert_refused(entry_id, code, capsys.readouterr().err,
                    "test_predict_refuses_what_it_cannot_use")
     assert ours() == before  # nothing written
+
+
+CARRIED = """
+import carried_helper
+from plnlp_core.nn.predictors.mlp import MLPPredictor
+
+
+class Scorer(MLPPredictor):
+    pass
+"""
+
+
+def test_predict_refuses_a_model_whose_part_does_not_import_here(mlflow_store, ddi_standin_split,
+                                                                 tmp_path, capsys):
+    """The model carries its predictor's module, not the helper module that
+    one imports: where the helper is not, the model is refused."""
+    import mlflow
+
+    from components.recording.models import log_link_model
+    from pipelines.predict import main as predict_main
+    from plnlp_core.assembly import build_input_adjacency, build_model
+    from plnlp_core.config import PLNLPConfig
+    from plnlp_core.data.node_ids import NodeIds
+    from plnlp_core.scoring.link_scorer import LinkScorer
+
+    own_module(tmp_path, "carried_helper", "")
+    own_module(tmp_path, "carried_parts", CARRIED)
+    config = PLNLPConfig(embedding_dim=8, hidden_channels=8, predictor_hidden=8,
+                         predictor="carried_parts:Scorer")
+    split = ddi_standin_split
+    adj, _ = build_input_adjacency(split, config)
+    scorer = LinkScorer.encode(build_model(config, split.info, split.num_nodes), split, adj,
+                               config, NodeIds(split.num_nodes))
+    scorer.save(tmp_path / "scorer")
+    mlflow.set_experiment("carried")
+    with mlflow.start_run() as run:
+        log_link_model(tmp_path / "scorer", scorer.node_ids.kind)
+    for name in ("carried_helper", "carried_parts"):  # this machine has neither now
+        (tmp_path / f"{name}.py").unlink()
+        sys.modules.pop(name)
+    importlib.invalidate_caches()
+    code = predict_main(["--model", f"runs:/{run.info.run_id}/model", "--top-k", "2",
+                         "--out", "out.csv"])
+    assert_refused("model-part-missing", code, capsys.readouterr().err,
+                   "test_predict_refuses_a_model_whose_part_does_not_import_here")
+    assert not (tmp_path / "out.csv").exists()
 
 
 def test_predict_refuses_a_store_that_does_not_exist_and_makes_none(mlflow_store, tmp_path,

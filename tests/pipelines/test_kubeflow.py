@@ -4,6 +4,7 @@ import json
 import shlex
 from pathlib import Path
 
+import mlflow
 import pytest
 import yaml
 from mlflow.tracking import MlflowClient
@@ -18,6 +19,8 @@ from pipelines.runtime.kubeflow.cluster import cluster_problems
 REPO_ROOT = Path(__file__).resolve().parents[2]
 IMAGE_REPO = "/app"
 STAGES = ("load", "augment", "train", "evaluate")
+GIN = "examples.link_parts.layers:GINLayer"
+HADAMARD = "examples.link_parts.predictors:HadamardDistanceMLP"
 TINY = ["--set", "embedding_dim=8", "--set", "hidden_channels=8", "--set", "predictor_hidden=8",
         "--set", "batch_size=64", "--set", "epochs=2"]
 
@@ -120,6 +123,18 @@ def test_the_compiled_defaults_run_on_the_pods_they_get(tmp_path, capsys):
     assert "runs with the defaults train ddi's paper preset" in capsys.readouterr().out
 
 
+def test_the_compiled_pipeline_names_the_parts_of_ones_own_and_what_its_image_must_hold(
+        tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PLNLP_IMAGE", "registry.example/plnlp:lab")
+    assert main(["--compile", str(tmp_path / "plnlp.yaml"), "--set", f"encoder={GIN}",
+                 "--set", "encoder_options.eps=0.1"]) == 0
+    spec = next(yaml.safe_load_all((tmp_path / "plnlp.yaml").read_text()))
+    assert spec["root"]["inputDefinitions"]["parameters"]["overrides"]["defaultValue"] == [
+        f"encoder={GIN}", "encoder_options.eps=0.1"]
+    assert (f"warning: the steps import encoder {GIN}, so the image registry.example/plnlp:lab "
+            "must hold its package") in capsys.readouterr().err
+
+
 def test_unknown_preset_is_refused_in_one_sentence_before_any_step(capsys):
     assert main(["--run-local", "--dataset", "ddi", "--preset", "nope"]) == 2
     err = capsys.readouterr().err.strip()
@@ -134,7 +149,8 @@ def test_pipeline_runs_locally_on_the_ddi_standin_into_one_finished_mlflow_run(
     outputs = tmp_path / "kfp"
     argv = ["--run-local", "--dataset", "ddi", "--preset", "smoke", "--data-root",
             str(standin_root), "--pipeline-root", str(outputs), "--set", "walk_length=3",
-            "--set", "loss=weighted_hinge_auc", "--set", "heart_negatives=8", *TINY]
+            "--set", "loss=weighted_hinge_auc", "--set", "heart_negatives=8", *TINY,
+            "--set", f"encoder={GIN}", "--set", f"predictor={HADAMARD}"]
     assert main(argv) == 0
     client = MlflowClient(mlflow_store)
     runs = client.search_runs([client.get_experiment_by_name("plnlp-ddi").experiment_id])
@@ -149,6 +165,10 @@ def test_pipeline_runs_locally_on_the_ddi_standin_into_one_finished_mlflow_run(
     assert "checkpoint/model.pt" in {
         a.path for a in client.list_artifacts(run_.info.run_id, "checkpoint")}
     assert logged_model_uri(run_.info.run_id) is not None  # the evaluate step logs the model
+    assert (run_.data.params["encoder"], run_.data.params["predictor"]) == (GIN, HADAMARD)
+    assert run_.data.params["encoder_version"].startswith("sha256:")
+    model = Path(mlflow.artifacts.download_artifacts(logged_model_uri(run_.info.run_id)))
+    assert (model / "code" / "examples" / "link_parts" / "predictors.py").is_file()
     (run_dir,) = outputs.iterdir()
     assert {"model.pt", "config.yaml"} <= {p.name for p in (run_dir / "train" / "model").iterdir()}
     assert list((run_dir / "augment" / "walks").glob("round-0000/*.parquet"))

@@ -1,7 +1,11 @@
 """From a run to its use: each run's MLflow model, registered and loaded
 in a fresh process, served by MLflow's real scoring server, and
 ``pipelines/predict.py`` scoring pairs and recommending links; the scores
-agree everywhere with the run's own evaluation."""
+agree everywhere with the run's own evaluation. The ddi model is made of the
+parts of ``examples/link_parts`` (a ``--config`` file naming them), which
+its model carries to a process where that package is not; the graph of
+one's own is trained through :func:`pipelines.run.run_job` with a loss given
+as a class."""
 import json
 import os
 import subprocess
@@ -18,21 +22,27 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from components.recording.models import CHAMPION, register_link_model
+from examples.link_parts import MarginRankingLoss
+from pipelines.planning.request import RunRequest
 from pipelines.predict import main as predict
 from pipelines.run import main as run
+from pipelines.run import run_job
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.data.ogb_reader import load_ogb
+from plnlp_core.parts.import_path import code_version
 from plnlp_core.scoring.evaluation import ogb_metrics
 from tests.pipelines.test_own_graph import TINY, edge_list
 from tests.processes import free_port, process_group, wait_for_http
 
 pytestmark = pytest.mark.slow
+PARTS = Path(__file__).resolve().parents[2] / "examples" / "link_parts" / "parts.yaml"
 
 
 @pytest.fixture(scope="module")
 def trained(ray_session, tmp_path_factory):
-    """A small ddi stand-in model registered as ``links`` and a model of a
-    graph with string ids, in one MLflow store."""
+    """A small ddi stand-in model of the example parts registered as
+    ``links`` and a model of a graph with string ids (through
+    :func:`run_job`), in one MLflow store."""
     from tests.standin import write_ddi_standin
 
     folder = tmp_path_factory.mktemp("predict")
@@ -43,15 +53,16 @@ def trained(ray_session, tmp_path_factory):
         mlflow.set_tracking_uri(uri)
         root = write_ddi_standin(folder / "datasets")
         assert run(["--dataset", "ddi", "--preset", "smoke", "--data-root", str(root),
-                    "--register", "links", *TINY]) == 0
-        assert run(["--dataset", str(edge_list(folder)), *TINY]) == 0
+                    "--config", str(PARTS), "--register", "links", *TINY]) == 0
+        own = run_job(RunRequest(str(edge_list(folder)), overrides=tuple(TINY[1::2])),
+                      loss=MarginRankingLoss)
         assert run(["--dataset", "ddi", "--data-root", str(root), "--model", "heuristic:cn",
                     "--experiment", "heuristic"]) == 0
         client = MlflowClient()
         runs = {name: client.search_runs([client.get_experiment_by_name(name).experiment_id])[0]
                 for name in ("plnlp-ddi", "plnlp-friends", "heuristic")}
         split = load_ogb(DATASETS.get("ddi"), root)
-        yield {"uri": uri, "folder": folder, "runs": runs, "split": split}
+        yield {"uri": uri, "folder": folder, "runs": runs, "split": split, "own": own}
 
 
 @pytest.fixture
@@ -145,17 +156,40 @@ def test_an_existing_run_is_registered_without_training_again(store, capsys):
 PAIRS = [[0, 1], [2, 3], [4, 59], [10, 11]]
 
 
-def test_the_model_loads_in_a_fresh_process(store, tmp_path):
+def test_a_run_records_its_parts_and_its_model_carries_their_code(store):
+    params = store["runs"]["plnlp-ddi"].data.params
+    assert params["encoder"] == "examples.link_parts.layers:GINLayer"
+    assert params["encoder_options.train_eps"] == "True"
+    assert params["loss_options.margin"] == "0.5" and params["sampler_options.tail_share"] == "0.5"
+    version = code_version(params["encoder"])
+    assert version.startswith("sha256:")  # examples/ is a loose package, installed nowhere
+    assert {params[f"{kind}_version"] for kind in ("encoder", "predictor", "loss", "sampler")} \
+        == {version}
+    model = Path(mlflow.artifacts.download_artifacts("models:/links@champion"))
+    assert (model / "code" / "examples" / "link_parts" / "layers.py").is_file()
+    assert (model / "code" / "plnlp_core" / "assembly.py").is_file()
+
+
+def test_run_job_returns_the_run_and_its_final_metrics_with_a_loss_given_as_its_class(store):
+    own, run_ = store["own"], store["runs"]["plnlp-friends"]
+    assert own.run_id == run_.info.run_id and own.main_metric == "auc"
+    assert own.metrics["final_test_auc"] == pytest.approx(run_.data.metrics["final/test_auc"])
+    assert run_.data.params["loss"] == "examples.link_parts.losses:MarginRankingLoss"
+
+
+def test_the_model_loads_in_a_fresh_process_where_its_parts_package_is_not(store, tmp_path):
     script = ("import json, sys, mlflow, pandas as pd; "
               "m = mlflow.pyfunc.load_model('models:/links@champion'); "
               f"print(json.dumps(m.predict(pd.DataFrame({PAIRS}, columns=['src', 'dst']))"
-              "['score'].tolist()))")
-    env = {**os.environ, "MLFLOW_TRACKING_URI": store["uri"]}
+              "['score'].tolist())); print(sys.modules['examples'].__file__)")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env["MLFLOW_TRACKING_URI"] = store["uri"]
     done = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=300, check=True)
-    fresh = json.loads(done.stdout.strip().splitlines()[-1])
-    assert fresh == pytest.approx(scores_of(store, "models:/links@champion", PAIRS, tmp_path)
-                                  .tolist(), abs=1e-5)
+    scores, examples = done.stdout.strip().splitlines()[-2:]
+    assert Path(examples).parts[-3:] == ("code", "examples", "__init__.py")  # the model's copy
+    assert json.loads(scores) == pytest.approx(
+        scores_of(store, "models:/links@champion", PAIRS, tmp_path).tolist(), abs=1e-5)
 
 
 @pytest.fixture(scope="module")

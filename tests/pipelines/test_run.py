@@ -124,11 +124,15 @@ def test_heart_negatives_are_built_once_and_score_a_model_and_a_heuristic_beside
 
 
 def test_standin_pipeline_with_two_ddp_workers_finishes(ray_session, mlflow_store, standin_root):
+    """Each Train worker builds the encoder layer and loss of examples/link_parts."""
     argv = ["--dataset", "ddi", "--preset", "smoke", "--data-root", str(standin_root),
-            "--num-workers", "2", "--experiment", "ddp", *STANDIN]
+            "--num-workers", "2", "--experiment", "ddp", *STANDIN,
+            "--set", "encoder=examples.link_parts.layers:GINLayer",
+            "--set", "loss=examples.link_parts.losses:MarginRankingLoss"]
     assert main(argv) == 0
     _, run, _ = only_run(mlflow_store, "ddp")
     assert run.data.params["num_workers"] == "2"
+    assert run.data.params["encoder"] == "examples.link_parts.layers:GINLayer"
     assert 0.0 <= run.data.metrics["final/test_hits_20"] <= 1.0
 
 

@@ -65,3 +65,36 @@ def test_trials_per_gpu_packs_that_many_trials_on_each_gpu():
                     SweepRequest(dataset="ddi", trials_per_gpu=2, gpus_per_worker=0.5)):
         with pytest.raises(PLNLPError, match="--trials-per-gpu"):
             gpus_per_worker(refused)
+
+
+GIN = "examples.link_parts.layers:GINLayer"
+
+
+def test_a_space_chooses_among_built_in_parts_and_ones_own_and_searches_their_settings():
+    parts = {"encoder": {"choice": ["sage", GIN]}, "loss": {"choice": [
+        "examples.link_parts.losses:MarginRankingLoss"]}, "loss_options.margin": {
+        "grid": [0.5, 1.0]}}
+    space = space_of({"space": parts, "search": "grid"}, 2)
+    assert space.param_space()["encoder"] == {"grid_search": ["sage", GIN]}
+    trial = space.base.replace(encoder=GIN, **{"loss_options.margin": 0.5})
+    assert trial.loss_options == {"margin": 0.5}
+
+
+def test_a_part_s_setting_is_checked_with_each_part_the_space_chooses():
+    fixed = SearchSpace(Path("space.yaml"), PLNLPConfig.from_mapping(
+        {**load_preset("ddi", "smoke"), "dataset": "ddi", "encoder": GIN}), DATASETS.get("ddi"),
+        {"space": {"encoder_options.eps": {"choice": [0.0, 0.1]}}})
+    assert fixed.searched == {"encoder_options.eps": {"choice": [0.0, 0.1]}}
+    with pytest.raises(PLNLPError, match="encoder_options.eps cannot take 0.0 with encoder "
+                                         "'sage': encoder_options sets eps for encoder 'sage', "
+                                         "a built-in encoder"):
+        space_of({"space": {"encoder": {"choice": [GIN, "sage"]},
+                            "encoder_options.eps": {"choice": [0.0]}}}, 2)
+    with pytest.raises(PLNLPError, match="encoder_options.heads cannot take 2 with encoder "
+                                         f"'{GIN}': encoder_options.heads is not a setting"):
+        space_of({"space": {"encoder": {"choice": [GIN]},
+                            "encoder_options.heads": {"choice": [2]}}}, 2)
+    with pytest.raises(PLNLPError, match="encoder cannot take 'examples.link_parts.layers:GIN': "
+                                         "encoder 'examples.link_parts.layers:GIN' names nothing"):
+        space_of({"space": {"encoder": {"choice": ["sage", "examples.link_parts.layers:GIN"]}}},
+                 2)

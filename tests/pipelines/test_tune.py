@@ -163,14 +163,29 @@ def test_optuna_searches_the_space_and_scores_trials_on_heart_negatives_built_on
     assert all(0.001 <= lr <= 0.05 for lr in lrs) and lrs[0] != lrs[1]
 
 
+def ship_parts(folder: Path) -> Path:
+    """``folder`` holding a copy of ``examples/link_parts`` as the package
+    ``lab_parts``, found nowhere else: a user's project to submit."""
+    shutil.copytree(REPO_ROOT / "examples" / "link_parts", folder / "lab_parts",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for module in (folder / "lab_parts").glob("*.py"):
+        module.write_text(module.read_text().replace("examples.link_parts", "lab_parts"))
+    return folder
+
+
 @pytest.mark.slow
-def test_the_sweep_runs_as_a_ray_job_on_a_token_authenticated_head(tmp_path, tracking_server):
-    """``ray start --head`` with token auth, then ``ray job submit`` of the
-    sweep, recording to the tracking server."""
+def test_the_sweep_runs_as_a_ray_job_on_a_token_authenticated_head_with_the_job_s_own_parts(
+        tmp_path, tracking_server):
+    """``ray start --head`` with token auth, then ``ray job submit
+    --working-dir`` of the sweep, recording to the tracking server; the
+    working folder ships the encoder layer the trial trains, whose package
+    is nowhere else, and the trial searches its settings."""
     port, dashboard = free_port(), free_port()
     temp = Path(os.environ.get("TMPDIR", "/tmp")) / f"plnlp-job-{os.getpid()}-{port}"
     root = write_ddi_standin(tmp_path / "datasets")
-    space = write_space(tmp_path, OPTUNA_SPACE.replace("num_samples: 2", "num_samples: 1"))
+    project = ship_parts(tmp_path / "project")
+    space = write_space(tmp_path, OPTUNA_SPACE.replace("num_samples: 2", "num_samples: 1")
+                        + "  encoder_options.train_eps: {choice: [true]}\n")
     env = pipeline_env(tmp_path, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="the-cluster-token")
     head = ["ray", "start", "--head", f"--port={port}", f"--temp-dir={temp}", "--block",
             "--num-cpus=1", "--include-dashboard=true", f"--dashboard-port={dashboard}",
@@ -180,10 +195,10 @@ def test_the_sweep_runs_as_a_ray_job_on_a_token_authenticated_head(tmp_path, tra
     runtime_env = {"env_vars": {"MLFLOW_TRACKING_URI": tracking_server,
                                 "PLNLP_CACHE_DIR": str(tmp_path / "cache")}}
     submit = ["ray", "job", "submit", f"--address=http://127.0.0.1:{dashboard}",
-              f"--runtime-env-json={json.dumps(runtime_env)}",
+              f"--runtime-env-json={json.dumps(runtime_env)}", f"--working-dir={project}",
               "--", sys.executable, str(REPO_ROOT / "pipelines" / "tune.py"), "--dataset", "ddi",
               "--space", str(space), "--data-root", str(root), "--experiment", "job", *TINY,
-              "--set", "epochs=1"]
+              "--set", "epochs=1", "--set", "encoder=lab_parts.layers:GINLayer"]
     with process_group(head, env, tmp_path, tmp_path / "head.log") as process:
         deadline = time.monotonic() + 120
         while subprocess.run(["ray", "job", "list", f"--address=http://127.0.0.1:{dashboard}"],
@@ -196,4 +211,8 @@ def test_the_sweep_runs_as_a_ray_job_on_a_token_authenticated_head(tmp_path, tra
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
     parent, children = sweep_runs(tracking_server, "job")
     assert parent.info.status == "FINISHED" and len(children) == 1
-    assert children[0].info.status == "FINISHED"
+    (trial,) = children
+    assert trial.info.status == "FINISHED", trial.data.tags.get("failure_reason")
+    assert trial.data.params["encoder_options.train_eps"] == "True"
+    assert parent.data.params["encoder"] == "lab_parts.layers:GINLayer"
+    assert trial.data.params["encoder_version"].startswith("sha256:")

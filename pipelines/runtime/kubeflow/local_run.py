@@ -11,7 +11,7 @@ from kfp import local
 from pipelines.runtime.kubeflow.cluster import ClusterSettings
 from pipelines.runtime.kubeflow.graph import build_pipeline
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def run_local(arguments: dict[str, object], pipeline_root: Path) -> dict[str, float]:

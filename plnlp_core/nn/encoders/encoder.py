@@ -69,12 +69,14 @@ class GNNEncoder(nn.Module):
     message passing is thinned, the edge level's common neighbours are not.
 
     Args:
-        name (str): ``"sage"`` (mean aggregation), ``"gcn"`` (symmetric
+        name (str or type): ``"sage"`` (mean aggregation), ``"gcn"`` (symmetric
             normalisation with self-loops), ``"gat"``, ``"agdn"`` (hop-wise
             weighted diffusion, :class:`HopDiffusionConv`), ``"sum"`` (sum
             aggregation without weights, :class:`SumAggregation`),
             ``"pure_gcn"`` (GCN's propagation without weights,
-            :class:`PureGCN`) or ``"none"``.
+            :class:`PureGCN`) or ``"none"``; or a layer class of one's
+            own, built as ``layer(in_channels, out_channels, **layer_options)``
+            (:data:`plnlp_core.parts.kinds.ENCODER`).
         in_channels (int): Size of the node input.
         hidden_channels (int): Size of every layer's output.
         num_layers (int): Number of layers.
@@ -101,20 +103,21 @@ class GNNEncoder(nn.Module):
     """
 
     def __init__(
-        self, name: str, in_channels: int, hidden_channels: int, num_layers: int,
+        self, name: str | type[nn.Module], in_channels: int, hidden_channels: int,
+        num_layers: int,
         dropout: float = 0.0, activate_last_layer: bool = False, residual: bool = False,
         layer_norm: bool = False, edge_dropout: float = 0.0, initial_residual: float = 0.0,
         layer_options: Mapping[str, object] | None = None, relu: bool = True,
     ) -> None:
         super().__init__()
-        self.name = name
+        self.name = name if isinstance(name, str) else name.__qualname__
         self.dropout = dropout
         self.relu = relu
         self.activate_last_layer = activate_last_layer
         self.residual = residual
         self.edge_dropout = edge_dropout
         self.initial_residual = initial_residual
-        conv = ENCODERS.get(name)
+        conv = ENCODERS.get(name) if isinstance(name, str) else name
         self.convs = nn.ModuleList()
         self.norms = nn.ModuleList()
         if conv is not None:
@@ -136,7 +139,8 @@ class GNNEncoder(nn.Module):
 
     def reset_parameters(self) -> None:
         for module in [*self.convs, *self.norms]:
-            module.reset_parameters()
+            if hasattr(module, "reset_parameters"):  # a layer of one's own may have none
+                module.reset_parameters()
 
     def stop_caching(self) -> None:
         """Makes layers that cache their normalised adjacency (GCN) compute
