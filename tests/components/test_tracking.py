@@ -70,7 +70,10 @@ def test_a_run_failed_by_an_absent_server_is_let_go_after_one_try(mlflow_store, 
     monkeypatch.delenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", raising=False)
     mlflow.set_tracking_uri(f"http://127.0.0.1:{free_port()}")
     started = time.monotonic()
-    with pytest.raises(Exception, match="Connection refused|Max retries"):
-        mark_failed("the tracking server has not answered", tracking_away=True)
+    try:
+        with pytest.raises(Exception, match="Connection refused|Max retries"):
+            mark_failed("the tracking server has not answered", tracking_away=True)
+    finally:
+        mlflow.set_tracking_uri(mlflow_store)  # for the tests after this one
     assert time.monotonic() - started < 10
     assert mlflow.active_run() is None and "MLFLOW_HTTP_REQUEST_MAX_RETRIES" not in os.environ
