@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import psutil
 from mlflow.tracking import MlflowClient
@@ -44,6 +45,13 @@ from tests.processes import TrackingServer, pipeline_env, process_group  # noqa:
 
 EVERY, AT = 5, 8  # a checkpoint every 5 epochs; a fault that stops the run at epoch 8
 PATIENCE_S = "10"  # the patience of the scenarios that outlast it
+
+
+class Service(NamedTuple):
+    """What a scenario stops and starts again."""
+
+    stop: Callable[[], None]
+    start: Callable[[], None]
 
 
 @dataclass
@@ -69,21 +77,23 @@ class Bench:
         self.seconds = 0.0
         self.services = ExitStack()
 
-    def use_tracking_server(self) -> TrackingServer:
+    def use_tracking_server(self) -> Service:
+        """An ``mlflow server`` that stops (killed) and starts on the same database."""
         server = self.services.enter_context(TrackingServer(self.folder / "server"))
         server.start()
         self.tracking_uri = server.uri
-        return server
+        return Service(stop=server.stop, start=server.start)
 
-    def use_store(self) -> PausableProxy:
-        """The work folder in a bucket of moto's server, behind a proxy."""
+    def use_store(self) -> Service:
+        """The work folder in a bucket of moto's server, behind a proxy
+        that stops (refusing every connection) and starts."""
         endpoint = self.services.enter_context(s3_server(self.folder))
         make_bucket(endpoint, "work")
         proxy = PausableProxy(endpoint)
         proxy.up()
         self.env.update(s3_env(proxy.url))
         self.work = "s3://work/plnlp"
-        return proxy
+        return Service(stop=proxy.down, start=proxy.up)
 
     @contextmanager
     def command(self, *flags: str, **env: str) -> Iterator[subprocess.Popen]:
@@ -194,39 +204,22 @@ def driver_lost_then_resume(bench: Bench) -> None:
     bench.resume()
 
 
-def tracking_server_away(bench: Bench, outage_s: float, **env: str) -> None:
-    server = bench.use_tracking_server()
+def away_for_a_while(bench: Bench, service: Service, outage_s: float, **env: str) -> None:
+    """``service`` stopped once epoch 3 is printed and started again ``outage_s`` later."""
     with bench.first(**env) as driver:
         bench.wait_for_epoch(driver, 3)
-        server.stop()
+        service.stop()
         time.sleep(outage_s)
-        server.start()
+        service.start()
 
 
-def tracking_server_away_past_patience(bench: Bench) -> None:
-    server = bench.use_tracking_server()
-    with bench.first(PLNLP_TRACKING_PATIENCE_S=PATIENCE_S) as driver:
-        bench.wait_for_epoch(driver, 3)
-        server.stop()
-    server.start()
-    bench.resume()
-
-
-def store_away(bench: Bench, outage_s: float) -> None:
-    proxy = bench.use_store()
-    with bench.first() as driver:
-        bench.wait_for_epoch(driver, 3)
-        proxy.down()
-        time.sleep(outage_s)
-        proxy.up()
-
-
-def store_away_past_patience(bench: Bench) -> None:
-    proxy = bench.use_store()
-    with bench.first(PLNLP_STORE_PATIENCE_S=PATIENCE_S) as driver:
-        bench.wait_for_epoch(driver, AT)
-        proxy.down()
-    proxy.up()
+def away_past_patience(bench: Bench, service: Service, epoch: int, **env: str) -> None:
+    """``service`` stopped once ``epoch`` is printed, started again once the
+    run has failed, then ``--resume``."""
+    with bench.first(**env) as driver:
+        bench.wait_for_epoch(driver, epoch)
+        service.stop()
+    service.start()
     bench.resume()
 
 
@@ -249,19 +242,22 @@ def scenarios(outage_s: float) -> dict[str, tuple[str, str, Callable[[Bench], No
         "driver-lost": (f"the driver and its Ray SIGKILLed at epoch {AT}, then --resume",
                         "local", driver_lost_then_resume),
         "tracking-away": (f"the tracking server stopped at epoch 3 for {outage_s:.0f} s",
-                          "tracking-server", lambda b: tracking_server_away(b, outage_s)),
+                          "tracking-server", lambda b: away_for_a_while(
+                              b, b.use_tracking_server(), outage_s)),
         "tracking-away-no-client-retries": (
             "the same, MLFLOW_HTTP_REQUEST_MAX_RETRIES=0 (the product's retries alone)",
-            "tracking-server", lambda b: tracking_server_away(
-                b, outage_s, MLFLOW_HTTP_REQUEST_MAX_RETRIES="0")),
+            "tracking-server", lambda b: away_for_a_while(
+                b, b.use_tracking_server(), outage_s, MLFLOW_HTTP_REQUEST_MAX_RETRIES="0")),
         "tracking-away-past-patience": (
             f"the tracking server stopped at epoch 3 until the run ends (patience {PATIENCE_S} "
-            "s), then --resume", "tracking-server", tracking_server_away_past_patience),
+            "s), then --resume", "tracking-server", lambda b: away_past_patience(
+                b, b.use_tracking_server(), 3, PLNLP_TRACKING_PATIENCE_S=PATIENCE_S)),
         "store-away": (f"the S3 endpoint refusing connections at epoch 3 for {outage_s:.0f} s",
-                       "store", lambda b: store_away(b, outage_s)),
+                       "store", lambda b: away_for_a_while(b, b.use_store(), outage_s)),
         "store-away-past-patience": (
             f"the S3 endpoint refusing connections from epoch {AT} until the run fails "
-            f"(patience {PATIENCE_S} s), then --resume", "store", store_away_past_patience),
+            f"(patience {PATIENCE_S} s), then --resume", "store", lambda b: away_past_patience(
+                b, b.use_store(), AT, PLNLP_STORE_PATIENCE_S=PATIENCE_S)),
     }
 
 
