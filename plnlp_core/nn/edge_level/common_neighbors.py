@@ -15,15 +15,17 @@ pairs. A test is one lookup in a dense table of all :math:`N^2` pairs on
 small graphs (as :class:`plnlp_core.edge_set.EdgeSet`), else one
 :func:`torch.searchsorted` over the CSR's sorted keys :math:`uN + v`.
 """
+import contextlib
 from collections.abc import Callable
 
 import torch
 from torch import Tensor
 
 from plnlp_core.edge_set import EdgeSet
-from plnlp_core.nn.edge_level.bit_rows import BitRows, dense_common_neighbor_sum
+from plnlp_core.nn.edge_level.bit_rows import BitRows, dense_common_neighbor_sum, free_memory
 from plnlp_core.nn.edge_level.common_neighbor_lists import CommonNeighborLists
 from plnlp_core.nn.edge_level.pair_memo import PairMemo
+from plnlp_core.nn.edge_level.path_counts import TABLE_MEMORY_SHARE, SquaredAdjacency
 
 MAX_CANDIDATES = 2**22
 """Membership tests per chunk: 4 M tests hold about 150 MB of indices."""
@@ -56,6 +58,12 @@ class AdjacencyLookup:
         self._make_bit_rows = bit_rows or (lambda: BitRows(self.dense()))
         self._bit_rows: BitRows | None = None
         self.memo = PairMemo()
+        self.root: AdjacencyLookup | None = None
+        """The graph this one was made from by :meth:`without` (``None``:
+        none), less the entries ``removed``."""
+        self.removed: Tensor | None = None
+        self._squared: SquaredAdjacency | None = None
+        self._squared_fits: bool | None = None
 
     def dense(self) -> Tensor:
         """The adjacency as a dense bool matrix ``[N, N]`` (the table's view)."""
@@ -85,7 +93,26 @@ class AdjacencyLookup:
             table[removed] = False
         edge_set = EdgeSet.from_sorted_keys(self.keys.index_select(0, kept), self.num_nodes,
                                             undirected=True, table=table)
-        return AdjacencyLookup(adj, edge_set, lambda: self.bit_rows().without(removed))
+        reduced = AdjacencyLookup(adj, edge_set, lambda: self.bit_rows().without(removed))
+        reduced.root = self.root or self
+        reduced.removed = removed if self.removed is None else torch.cat(
+            [self.removed, removed]).sort().values
+        return reduced
+
+    def squared(self) -> SquaredAdjacency | None:
+        """The :math:`A^2` table of this graph, or of the graph it was made
+        from (:attr:`root`, with :attr:`removed` to take away), made on first
+        use where the graph has a dense table and the tables fit
+        :data:`~plnlp_core.nn.edge_level.path_counts.TABLE_MEMORY_SHARE` of
+        the free memory; else ``None``."""
+        graph = self.root or self
+        if graph._squared_fits is None:
+            graph._squared_fits = graph.table is not None and (
+                SquaredAdjacency.nbytes(graph.num_nodes)
+                <= TABLE_MEMORY_SHARE * free_memory(graph.col.device))
+        if graph._squared_fits and graph._squared is None:
+            graph._squared = SquaredAdjacency(graph.crow, graph.col)
+        return graph._squared
 
 
 def _rows(crow: Tensor) -> Tensor:
@@ -286,27 +313,36 @@ def path3_counts(lookup: AdjacencyLookup, pairs: Tensor,
 
 
 def _path3_counts(lookup: AdjacencyLookup, pairs: Tensor, max_candidates: int) -> Tensor:
+    """:func:`path3_counts` made: each expanded pair's :math:`(A^2)_{kb}`
+    read from the graph's :meth:`~AdjacencyLookup.squared` table where it
+    has one, else counted by :func:`common_neighbor_index`."""
     u, v = pairs[:, 0], pairs[:, 1]
     du, dv = lookup.degree[u], lookup.degree[v]
     swap = du > dv
     a, b = torch.where(swap, v, u), torch.where(swap, u, v)
     work = lookup.degree[a]
     total_counts = torch.zeros(pairs.size(0), device=pairs.device)
-    # the expanded pairs of a chunk are at most max_candidates / 16, each testing its own chunk
-    for start, stop in _chunks(work, max(max_candidates // 16, 1)):
-        w = work[start:stop]
-        total = int(w.sum())
-        if total == 0:
-            continue
-        row = torch.repeat_interleave(torch.arange(start, stop, device=pairs.device), w,
-                                      output_size=total)
-        offset = torch.arange(total, device=pairs.device) - torch.repeat_interleave(
-            w.cumsum(0) - w, w, output_size=total)
-        k = lookup.col[lookup.crow[a[row]] + offset]
-        keep = k != b[row]
-        row, expanded = row[keep], torch.stack([k[keep], b[row][keep]], dim=1)
-        hits, _ = common_neighbor_index(lookup, expanded, max_candidates)
-        total_counts.index_add_(0, row[hits], torch.ones(hits.numel(), device=pairs.device))
+    squared = lookup.squared()
+    # read from the table, or at most max_candidates / 16 expanded pairs each testing its own chunk
+    step = max_candidates if squared is not None else max(max_candidates // 16, 1)
+    with squared.less(lookup.removed) if squared is not None else contextlib.nullcontext():
+        for start, stop in _chunks(work, step):
+            w = work[start:stop]
+            total = int(w.sum())
+            if total == 0:
+                continue
+            row = torch.repeat_interleave(torch.arange(start, stop, device=pairs.device), w,
+                                          output_size=total)
+            offset = torch.arange(total, device=pairs.device) - torch.repeat_interleave(
+                w.cumsum(0) - w, w, output_size=total)
+            k = lookup.col[lookup.crow[a[row]] + offset]
+            keep = k != b[row]
+            row, k, end = row[keep], k[keep], b[row][keep]
+            if squared is not None:
+                total_counts.index_add_(0, row, squared.entries(k * lookup.num_nodes + end).float())
+                continue
+            hits, _ = common_neighbor_index(lookup, torch.stack([k, end], dim=1), max_candidates)
+            total_counts.index_add_(0, row[hits], torch.ones(hits.numel(), device=pairs.device))
     through_edge = lookup.contains(a, b) & (lookup.degree[a] > 0)
     total_counts -= through_edge.float() * (lookup.degree[a] - 1).clamp(min=0).float()
     return total_counts
