@@ -55,7 +55,7 @@ class AdjacencyLookup:
             edge_set = EdgeSet.from_sorted_keys(keys, self.num_nodes, undirected=True)
         self.edge_set = edge_set
         self.keys, self.table = self.edge_set.keys, self.edge_set.table
-        self._make_bit_rows = bit_rows or (lambda: BitRows(self.dense()))
+        self._make_bit_rows = bit_rows  # no lambda of self here: a cycle waits for the collector
         self._bit_rows: BitRows | None = None
         self.memo = PairMemo()
         self.root: AdjacencyLookup | None = None
@@ -72,7 +72,8 @@ class AdjacencyLookup:
     def bit_rows(self) -> BitRows:
         """The dense table's rows packed into bits, made on first use."""
         if self._bit_rows is None:
-            self._bit_rows = self._make_bit_rows()
+            make = self._make_bit_rows
+            self._bit_rows = make() if make is not None else BitRows(self.dense())
         return self._bit_rows
 
     def contains(self, u: Tensor, v: Tensor) -> Tensor:

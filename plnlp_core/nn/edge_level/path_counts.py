@@ -5,16 +5,19 @@ length 3 between pairs,
     p_{ij} = \sum_{k \in N(a) \setminus \{b\}} (A^2)_{kb} - (d_a - 1) A_{ab},
 
 each :math:`(A^2)_{kb} = |N(k) \cap N(b)|` one read of a table made once a
-graph (one sparse product) rather than :math:`\min(d_k, d_b)` membership
-tests. A training step's graph lacks its positive edges :math:`P`,
-:math:`\tilde{A} = A - P`, and
+graph (every walk :math:`k \to m \to b` of the CSR added into it) rather
+than :math:`\min(d_k, d_b)` membership tests. A training step's graph lacks
+its positive edges :math:`P`, :math:`\tilde{A} = A - P`, and
 
 .. math::
     \tilde{A}^2 = A^2 - (A P + P A - P^2),
 
-so its entries are the input graph's less the walks through :math:`P`:
-two sparse products of :math:`P` (:math:`AP = (PA)^\top`), whose entries
-are added into a table of zeros for the step's reads and taken away again.
+so its entries are the input graph's less the walks through :math:`P`,
+added into a table of zeros for the step's reads and taken away again
+(:math:`AP = (PA)^\top`). Walks are added with ``index_add_`` rather than
+made by ``torch.sparse.mm`` of two CSR tensors, which in torch 2.13 on CPUs
+kept about 40 MB a call (a 5,000-node graph's product) until the process
+ended.
 """
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,15 +37,16 @@ class SquaredAdjacency:
 
     Args:
         crow (Tensor): The graph's CSR row offsets, ``[N + 1]``.
-        col (Tensor): Its CSR columns (symmetric, sorted rows).
+        col (Tensor): Its CSR columns (symmetric).
     """
 
     def __init__(self, crow: Tensor, col: Tensor) -> None:
         self.num_nodes = n = crow.numel() - 1
         self.crow, self.col = crow, col
-        rows, cols, values = _product(crow, col, crow, col, n)
         self.table = torch.zeros(n * n, dtype=torch.int32, device=col.device)
-        self.table[rows * n + cols] = values
+        rows = torch.repeat_interleave(torch.arange(n, device=col.device), crow.diff())
+        for keys in self._walk_keys(rows, col):
+            self.table.index_add_(0, keys, torch.ones_like(keys, dtype=torch.int32))
         self.corrections = torch.zeros_like(self.table)
 
     @staticmethod
@@ -60,31 +64,46 @@ class SquaredAdjacency:
         r"""While the block runs, :meth:`entries` are those of the graph
         less the entries ``removed`` (:math:`uN + v`, both directions, as
         :meth:`~plnlp_core.nn.edge_level.common_neighbors.AdjacencyLookup.without`
-        removes them; ``None``: none)."""
+        removes them; ``None``: none): the walks
+        :math:`r \to m \to c` of :math:`PA` (and their reverses, :math:`AP`)
+        are added to the corrections, those of :math:`P^2` taken from them."""
         if removed is None or removed.numel() == 0:
             yield
             return
         n = self.num_nodes
-        rows = removed // n
+        rows, mids = removed // n, removed % n
         p_crow = torch.cat([rows.new_zeros(1), torch.bincount(rows, minlength=n).cumsum(0)])
-        pa = _product(p_crow, removed % n, self.crow, self.col, n)
-        pp = _product(p_crow, removed % n, p_crow, removed % n, n)
-        keys = torch.cat([pa[0] * n + pa[1], pa[1] * n + pa[0], pp[0] * n + pp[1]])
-        self.corrections.index_add_(0, keys, torch.cat([pa[2], pa[2], -pp[2]]))
+        touched = []
+        for keys in self._walk_keys(rows, mids):  # PA, then AP = (PA)^T
+            one = torch.ones_like(keys, dtype=torch.int32)
+            self.corrections.index_add_(0, keys, one)
+            self.corrections.index_add_(0, keys % n * n + keys // n, one)
+            touched += [keys, keys % n * n + keys // n]
+        for keys in self._walk_keys(rows, mids, p_crow, mids):  # P^2
+            self.corrections.index_add_(0, keys, -torch.ones_like(keys, dtype=torch.int32))
+            touched.append(keys)
         try:
             yield
         finally:
-            self.corrections.index_fill_(0, keys, 0)
+            for keys in touched:
+                self.corrections.index_fill_(0, keys, 0)
 
-
-def _product(crow_a: Tensor, col_a: Tensor, crow_b: Tensor, col_b: Tensor,
-             n: int) -> tuple[Tensor, Tensor, Tensor]:
-    """The entries of the product of two 0/1 CSR matrices ``[N, N]``: rows,
-    columns and int32 values (one sparse product)."""
-    left, right = (torch.sparse_csr_tensor(crow, col, torch.ones(col.numel(), device=col.device),
-                                           (n, n))
-                   for crow, col in ((crow_a, col_a), (crow_b, col_b)))
-    product = torch.sparse.mm(left, right)
-    rows = torch.repeat_interleave(torch.arange(n, device=col_a.device),
-                                   product.crow_indices().diff())
-    return rows, product.col_indices(), product.values().round().int()
+    def _walk_keys(self, rows: Tensor, mids: Tensor, crow: Tensor | None = None,
+                   col: Tensor | None = None, max_keys: int = 2**22) -> Iterator[Tensor]:
+        r"""The keys :math:`rN + c` of the walks :math:`r \to m \to c`, one
+        for each entry :math:`(r, m)` and each :math:`c` in row :math:`m` of
+        the CSR ``crow``, ``col`` (this graph's by default), about
+        ``max_keys`` at a time."""
+        crow = self.crow if crow is None else crow
+        col = self.col if col is None else col
+        degree = crow.diff()
+        step = max(max_keys // max(int(degree.max()), 1), 1) if degree.numel() else 1
+        for start in range(0, rows.numel(), step):
+            r, m = rows[start:start + step], mids[start:start + step]
+            w = degree[m]
+            total = int(w.sum())
+            first = torch.repeat_interleave(crow[m], w, output_size=total)
+            offset = torch.arange(total, device=col.device) - torch.repeat_interleave(
+                w.cumsum(0) - w, w, output_size=total)
+            yield torch.repeat_interleave(r, w, output_size=total) * self.num_nodes + col[
+                first + offset]
