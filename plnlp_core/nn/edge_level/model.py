@@ -1,6 +1,6 @@
 from torch import Tensor, nn
 
-from plnlp_core.nn.edge_level.common_neighbors import AdjacencyLookup, drop_edges
+from plnlp_core.nn.edge_level.common_neighbors import AdjacencyLookup, dropped_edges
 from plnlp_core.nn.encoders.encoder import GNNEncoder
 from plnlp_core.nn.model import ENCODER_LEVELS, PLNLPModel
 from plnlp_core.nn.node_input import NodeInput
@@ -93,7 +93,7 @@ class EdgeLevelModel(PLNLPModel):
         its positive edges."""
         lookup = self.lookup(adj)
         if self.training and self.edge_dropout > 0:
-            lookup = AdjacencyLookup(drop_edges(lookup, self.edge_dropout))
+            lookup = lookup.without(dropped_edges(lookup, self.edge_dropout))
         if not (self.training and self.target_edge_removal):
             return self.predictor(self.encode(x, lookup.adj), pairs, lookup)
         return self.score_without_targets(lookup, pairs, lambda reduced, group: self.predictor(
