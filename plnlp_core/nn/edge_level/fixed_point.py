@@ -37,9 +37,10 @@ above."""
 
 def int8_products(device: torch.device) -> bool:
     """Whether 0/1 products run on int8 digits: on CPUs with AMX tiles,
-    where the four int8 products took a third of the fp32 product's time on
-    ogbl-ddi's rows (0.4 s against 1.2 s, forward and backward, 131,072
-    pairs, one thread), and the int8 rows are a quarter of fp32's bytes."""
+    where the four int8 products took a quarter of the fp32 product's time
+    on ogbl-ddi's rows (0.38 s against 1.6 s, forward and backward, 131,072
+    pairs, one thread), and the int8 rows are a quarter of fp32's bytes.
+    Elsewhere int8 products are not known to be faster (not measured)."""
     return device.type == "cpu" and torch.cpu._is_amx_tile_supported()
 
 

@@ -14,8 +14,8 @@ from plnlp_core.nn.edge_level.bit_rows import free_memory
 
 MEMORY_SHARE = 0.125
 """The share of the free memory (measured when a first value is kept) that
-all the values of one memo may hold; past it values are made and not
-kept."""
+all the values of one memo may hold, besides a copy of each set's pairs;
+past it no more are kept, and the pairs are scored as if not remembered."""
 
 
 class PairMemo:
