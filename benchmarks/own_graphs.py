@@ -393,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         wanted = set(args.only.split(","))
         graphs = [g for g in graphs if g.name in wanted]
-    print(f"preset {preset!r} of {PRESETS.relative_to(ROOT)}; {args.threads} threads")
+    shown = PRESETS.relative_to(ROOT) if PRESETS.is_relative_to(ROOT) else PRESETS  # PYTHONPATH
+    print(f"preset {preset!r} of {shown}; {args.threads} threads")
     results = []
     with tempfile.TemporaryDirectory() as folder:
         for graph in graphs:

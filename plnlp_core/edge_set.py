@@ -30,12 +30,15 @@ class EdgeSet:
         self._index(torch.unique(keys))
 
     @classmethod
-    def from_sorted_keys(cls, keys: Tensor, num_nodes: int, undirected: bool) -> "EdgeSet":
+    def from_sorted_keys(cls, keys: Tensor, num_nodes: int, undirected: bool,
+                         table: Tensor | None = None) -> "EdgeSet":
         r"""The set of the encoded pairs ``keys`` (:math:`u \cdot N + v`),
-        already sorted and distinct, as a CSR's rows and columns are."""
+        already sorted and distinct, as a CSR's rows and columns are;
+        ``table``, the dense table of exactly those keys where the caller
+        has it, is taken rather than made."""
         edge_set = cls.__new__(cls)
         edge_set.num_nodes, edge_set.undirected = num_nodes, undirected
-        edge_set._index(keys)
+        edge_set._index(keys, table)
         return edge_set
 
     @classmethod
@@ -59,11 +62,13 @@ class EdgeSet:
         edge_set.rows = (adj.crow_indices(), adj.col_indices())
         return edge_set
 
-    def _index(self, keys: Tensor) -> None:
+    def _index(self, keys: Tensor, table: Tensor | None = None) -> None:
         self.keys, self.table, self.rows = keys, None, None
         if self.num_nodes**2 <= self.DENSE_LIMIT:
-            self.table = torch.zeros(self.num_nodes**2, dtype=torch.bool, device=keys.device)
-            self.table[keys] = True
+            self.table = table
+            if table is None:
+                self.table = torch.zeros(self.num_nodes**2, dtype=torch.bool, device=keys.device)
+                self.table[keys] = True
 
     def _encode(self, pairs: Tensor) -> Tensor:
         return pairs[:, 0].long() * self.num_nodes + pairs[:, 1].long()

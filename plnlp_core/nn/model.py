@@ -3,7 +3,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from plnlp_core.nn.edge_level.common_neighbors import AdjacencyLookup, remove_edges
+from plnlp_core.nn.edge_level.common_neighbors import AdjacencyLookup
 from plnlp_core.nn.encoders.encoder import GNNEncoder
 from plnlp_core.nn.node_input import NodeInput
 from plnlp_core.nn.predictors.registry import PREDICTORS
@@ -84,10 +84,12 @@ class PLNLPModel(nn.Module):
         """Node vectors :math:`\\mathbf{h}`, shape ``[N, C]``."""
         return self.encoder(self.node_input(x), adj)
 
-    def score(self, h: Tensor, pairs: Tensor, adj: Tensor | None = None) -> Tensor:
+    def score(self, h: Tensor, pairs: Tensor, adj: Tensor | None = None,
+              repeated: bool = False) -> Tensor:
         """Scores of ``pairs`` (shape ``[M, 2]``) from node vectors ``h``
         (``adj``, the graph ``h`` was encoded on, is read by the edge level
-        only).
+        only; so is ``repeated``: the same pairs come back on the same
+        graph, as evaluation's do every epoch).
         ``index_select``, whose backward is one ``index_add_``, gathers the
         rows: ``h[index]``'s backward, an accumulating ``index_put_``, takes
         eight times as long on CPU."""
@@ -110,8 +112,8 @@ class PLNLPModel(nn.Module):
         if not (self.training and self.target_edge_removal):
             return self.score(self.encode(x, adj), pairs)
         return self.score_without_targets(
-            self.lookup(adj), pairs, lambda reduced, group: self.score(self.encode(x, reduced),
-                                                                       group))
+            self.lookup(adj), pairs, lambda reduced, group: self.score(
+                self.encode(x, reduced.adj), group))
 
     def lookup(self, adj: Tensor) -> AdjacencyLookup:
         """The :class:`AdjacencyLookup` of the input graph ``adj``, kept while
@@ -122,14 +124,14 @@ class PLNLPModel(nn.Module):
 
     def score_without_targets(
         self, lookup: AdjacencyLookup, pairs: Tensor,
-        score_group: Callable[[Tensor, Tensor], Tensor],
+        score_group: Callable[[AdjacencyLookup, Tensor], Tensor],
     ) -> Tensor:
         """Scores of ``pairs``, each group of :meth:`removal_groups` scored by
-        ``score_group(reduced_adj, group_pairs)`` on the graph of ``lookup``
-        without the group's edges, back in the order of ``pairs``."""
+        ``score_group(reduced, group_pairs)`` on the graph of ``lookup``
+        without the group's edges (``reduced``, its lookup), back in the
+        order of ``pairs``."""
         groups = self.removal_groups(lookup, pairs)
-        scores = [score_group(remove_edges(lookup, pairs[index]), pairs[index])
-                  for index in groups]
+        scores = [score_group(lookup.without(pairs[index]), pairs[index]) for index in groups]
         if len(groups) == 1:
             return scores[0]
         return torch.cat(scores)[torch.argsort(torch.cat(groups))]

@@ -14,10 +14,12 @@ HITS_EVALUATOR = "ogbl-ddi"
 
 @torch.no_grad()
 def score_pairs(model: PLNLPModel, h: Tensor, pairs: Tensor, batch_size: int,
-                adj: Tensor | None = None) -> Tensor:
+                adj: Tensor | None = None, repeated: bool = False) -> Tensor:
     """Scores ``pairs`` in chunks of ``batch_size`` from node vectors ``h``
-    encoded on ``adj`` (which the edge level reads)."""
-    return torch.cat([model.score(h, chunk, adj) for chunk in pairs.split(batch_size)]).cpu()
+    encoded on ``adj`` (which the edge level reads); ``repeated``: the same
+    pairs come back on the same graph (see :meth:`PLNLPModel.score`)."""
+    return torch.cat([model.score(h, chunk, adj, repeated)
+                      for chunk in pairs.split(batch_size)]).cpu()
 
 
 def ogb_metrics(info: DatasetInfo, pos_score: Tensor, neg_score: Tensor) -> dict[str, float]:
@@ -86,8 +88,12 @@ def evaluate(
     model: PLNLPModel, info: DatasetInfo, x: Tensor | None, adj: Tensor,
     splits: dict[str, tuple[Tensor, Tensor]], batch_size: int,
 ) -> dict[str, float]:
-    """:func:`split_metrics` of ``model``, its nodes encoded once over ``adj``."""
+    """:func:`split_metrics` of ``model``, its nodes encoded once over ``adj``.
+    The pairs are scored as repeated ones: at the edge level, what their
+    pair terms need but the node vectors is made at the first call and kept
+    while the model keeps ``adj`` (fit evaluates the same splits on the
+    same graph every epoch)."""
     model.eval()
     h = model.encode(x, adj)
-    return split_metrics(lambda pairs: score_pairs(model, h, pairs.to(h.device), batch_size, adj),
-                         info, splits)
+    return split_metrics(lambda pairs: score_pairs(model, h, pairs.to(h.device), batch_size, adj,
+                                                   repeated=True), info, splits)

@@ -107,7 +107,9 @@ class LinkScorer:
     @torch.no_grad()
     def score(self, pairs: Tensor) -> Tensor:
         """Scores of ``pairs`` (positions, shape ``[M, 2]``), on the CPU,
-        computed exactly as evaluation computes them."""
+        computed as evaluation computes them (at the edge level up to float
+        rounding: evaluation sums the lists it keeps of its pairs' common
+        neighbours, a request's pairs are not kept)."""
         return score_pairs(self.model, self.h, pairs.to(self.h.device),
                            self.config.eval_batch_size, self.adj)
 

@@ -37,6 +37,12 @@ def dense(edges: torch.Tensor, num_nodes: int) -> torch.Tensor:
     return a
 
 
+def exact(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` in fp64, rounded to fp32 once: the reference of sums that
+    may be more exact than fp32's own product (on int8 digits)."""
+    return (a.double() @ b.double()).float()
+
+
 def some_pairs(edges: torch.Tensor, num_nodes: int, seed: int) -> torch.Tensor:
     """Half of the edges and as many random pairs (self pairs excluded)."""
     g = torch.Generator().manual_seed(seed)
@@ -51,8 +57,12 @@ def some_pairs(edges: torch.Tensor, num_nodes: int, seed: int) -> torch.Tensor:
 def test_common_neighbour_sum_equals_the_dense_a_times_a_reference(
         seed, num_nodes, num_edges, max_candidates, dense_row_cost, monkeypatch):
     """Both ways, the CSR walk (in chunks of 7 tests or all at once) and the
-    dense rows, give the reference's sums, counts and gradients."""
+    dense rows, give the reference's sums, counts and gradients: the walk's
+    fp32 sparse products fp32's dense one (each rounds its additions, the
+    sparse backward in an order of its threads'), the dense rows, which may
+    run on int8 digits, the fp64 one."""
     monkeypatch.setattr("plnlp_core.nn.edge_level.common_neighbors.DENSE_ROW_COST", dense_row_cost)
+    product = exact if dense_row_cost else torch.matmul
     edges = random_graph(num_nodes, num_edges, seed)
     adj, _ = build_adjacency(edges, num_nodes)
     pairs = some_pairs(edges, num_nodes, seed)
@@ -61,11 +71,11 @@ def test_common_neighbour_sum_equals_the_dense_a_times_a_reference(
     total, count = common_neighbor_sum(AdjacencyLookup(adj), h, pairs, max_candidates)
     a = dense(edges, num_nodes)
     mask = a[pairs[:, 0]] * a[pairs[:, 1]]  # row t: indicator of N(i_t) ∩ N(j_t)
-    torch.testing.assert_close(total, mask @ h)
+    torch.testing.assert_close(total, product(mask, h))
     torch.testing.assert_close(count, mask.sum(1).long())
     weights = torch.randn(total.shape)
     grad, = torch.autograd.grad((total * weights).sum(), h)
-    torch.testing.assert_close(grad, mask.t() @ weights)
+    torch.testing.assert_close(grad, product(mask.t(), weights))
 
 
 def test_the_sparse_lookup_of_large_graphs_agrees_with_the_dense_table(monkeypatch):
@@ -97,7 +107,7 @@ def test_training_removes_the_target_edges_before_the_aggregate():
     h = torch.randn(num_nodes, 4)
     total, count = common_neighbor_sum(AdjacencyLookup(reduced), h, pairs)
     mask = a[pairs[:, 0]] * a[pairs[:, 1]]
-    torch.testing.assert_close(total, mask @ h)
+    torch.testing.assert_close(total, exact(mask, h))
     torch.testing.assert_close(count, mask.sum(1).long())
 
 
@@ -285,19 +295,21 @@ def test_the_edge_level_trains_with_every_loss_sampler_negative_mode_and_walks(
 def test_the_bit_rows_product_equals_the_dense_reference_kept_or_made_again(
         memory_share, monkeypatch):
     """With no memory to spare each row is a chunk made again in the
-    backward; with memory the chunks are kept: both give the reference."""
+    backward; with memory the chunks are kept: both give the reference (the
+    products in floats; on int8 digits: tests/core/test_fixed_point.py)."""
     monkeypatch.setattr("plnlp_core.nn.edge_level.bit_rows.MASK_MEMORY_SHARE", memory_share)
+    monkeypatch.setattr("plnlp_core.nn.edge_level.bit_rows.int8_products", lambda device: False)
     edges = random_graph(37, 250, 7)  # 37 nodes: the last byte of a row is part padding
     adj, _ = build_adjacency(edges, 37)
     pairs = some_pairs(edges, 37, 7)
     h = torch.randn(37, 6, requires_grad=True)
     total, count = dense_common_neighbor_sum(BitRows(AdjacencyLookup(adj).dense()), h, pairs)
     mask = dense(edges, 37)[pairs[:, 0]] * dense(edges, 37)[pairs[:, 1]]
-    torch.testing.assert_close(total, mask @ h)
+    torch.testing.assert_close(total, exact(mask, h))
     torch.testing.assert_close(count, mask.sum(1).long())
     weights = torch.randn(total.shape)
     grad, = torch.autograd.grad((total * weights).sum(), h)
-    torch.testing.assert_close(grad, mask.t() @ weights)
+    torch.testing.assert_close(grad, exact(mask.t(), weights))
 
 
 def test_under_bfloat16_autocast_the_dense_product_runs_in_bfloat16_with_exact_rows():
@@ -322,7 +334,7 @@ def test_under_bfloat16_autocast_the_dense_product_runs_in_bfloat16_with_exact_r
     torch.testing.assert_close(total, mask @ h, rtol=2**-7, atol=0)
 
 
-def test_a_cpu_chunk_of_rows_is_a_quarter_of_the_last_level_cache(tmp_path):
+def test_a_cpu_chunk_of_rows_is_a_quarter_of_the_last_level_cache_at_most_8_mib(tmp_path):
     from plnlp_core.nn.edge_level.bit_rows import chunk_bytes, last_level_cache_bytes
 
     for index, size in enumerate(["48K", "1024K", "32768K"]):
@@ -330,4 +342,4 @@ def test_a_cpu_chunk_of_rows_is_a_quarter_of_the_last_level_cache(tmp_path):
         (tmp_path / f"index{index}" / "size").write_text(size + "\n")
     assert last_level_cache_bytes(tmp_path) == 32 * 2**20
     assert last_level_cache_bytes(tmp_path / "missing") == 32 * 2**20  # the assumed size
-    assert chunk_bytes(torch.device("cpu")) == last_level_cache_bytes() // 4
+    assert chunk_bytes(torch.device("cpu")) == min(last_level_cache_bytes() // 4, 8 * 2**20)

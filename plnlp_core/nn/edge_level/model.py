@@ -1,6 +1,6 @@
 from torch import Tensor, nn
 
-from plnlp_core.nn.edge_level.common_neighbors import AdjacencyLookup, drop_edges
+from plnlp_core.nn.edge_level.common_neighbors import AdjacencyLookup, dropped_edges
 from plnlp_core.nn.encoders.encoder import GNNEncoder
 from plnlp_core.nn.model import ENCODER_LEVELS, PLNLPModel
 from plnlp_core.nn.node_input import NodeInput
@@ -74,11 +74,18 @@ class EdgeLevelModel(PLNLPModel):
         self.predictor = predictor
         self._lookup: AdjacencyLookup | None = None
 
-    def score(self, h: Tensor, pairs: Tensor, adj: Tensor | None = None) -> Tensor:
-        """Scores of ``pairs`` from node vectors ``h`` encoded on ``adj``."""
+    def score(self, h: Tensor, pairs: Tensor, adj: Tensor | None = None,
+              repeated: bool = False) -> Tensor:
+        """Scores of ``pairs`` from node vectors ``h`` encoded on ``adj``;
+        with ``repeated`` (evaluation's pairs, scored again every epoch) the
+        graph's memo keeps what their pair terms need but ``h``
+        (:class:`~plnlp_core.nn.edge_level.pair_memo.PairMemo`)."""
         if adj is None:
             raise TypeError("the edge level scores pairs on a graph: pass adj")
-        return self.predictor(h, pairs, self.lookup(adj))
+        lookup = self.lookup(adj)
+        if repeated:
+            lookup.memo.remember(pairs)
+        return self.predictor(h, pairs, lookup)
 
     def forward(self, x: Tensor | None, adj: Tensor, pairs: Tensor) -> Tensor:
         """Scores ``pairs``; in training, on the graph less its dropped
@@ -86,8 +93,8 @@ class EdgeLevelModel(PLNLPModel):
         its positive edges."""
         lookup = self.lookup(adj)
         if self.training and self.edge_dropout > 0:
-            lookup = AdjacencyLookup(drop_edges(lookup, self.edge_dropout))
+            lookup = lookup.without(dropped_edges(lookup, self.edge_dropout))
         if not (self.training and self.target_edge_removal):
             return self.predictor(self.encode(x, lookup.adj), pairs, lookup)
         return self.score_without_targets(lookup, pairs, lambda reduced, group: self.predictor(
-            self.encode(x, reduced), group, AdjacencyLookup(reduced)))
+            self.encode(x, reduced.adj), group, reduced))
