@@ -8,6 +8,7 @@ import errno
 import functools
 import http.server
 import importlib
+import json
 import os
 import re
 import shutil
@@ -1490,10 +1491,25 @@ def wait_for_a_logged_epoch(process, database: Path, log: Path, within_s: float 
 
 def checkpointed_epoch(run) -> int:
     """The epoch of the newest checkpoint that the run's one worker
-    finished (its manifest written last), which ``--resume`` goes on after."""
+    finished, which ``--resume`` goes on after: its manifest is there and
+    every file it lists has the size it lists (a driver killed while the
+    checkpoint was copied into the work folder can leave the manifest
+    beside a file cut short)."""
     folder = Path(run.data.tags["plnlp.checkpoints"])
     return max((int(manifest.parent.name.rsplit("_", 1)[1])
-                for manifest in folder.glob("*/checkpoint_epoch_*/files-0.json")), default=0)
+                for manifest in folder.glob("*/checkpoint_epoch_*/files-0.json")
+                if whole(manifest)), default=0)
+
+
+def whole(manifest: Path) -> bool:
+    """Whether every file ``manifest`` lists beside it has the size it lists."""
+    try:
+        sizes = json.loads(manifest.read_text())
+    except ValueError:  # cut short itself
+        return False
+    return all((manifest.parent / name).is_file()
+               and (manifest.parent / name).stat().st_size == size
+               for name, size in sizes.items())
 
 
 def resume_to_the_end(run_id: str, env: dict[str, str], cwd: Path, log: Path) -> str:

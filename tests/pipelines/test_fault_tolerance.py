@@ -82,7 +82,11 @@ def test_a_killed_worker_restarts_from_the_latest_checkpoint_and_logs_each_epoch
 
 def test_resume_goes_on_with_a_failed_run_after_its_last_checkpoint(
         ray_session, mlflow_store, ddi_root):
-    argv = [*REAL_DDI, "--data-root", str(ddi_root)]  # one worker: its training actor
+    """A run of an encoder layer of one's own (examples/link_parts), its
+    actor killed with no restart left: ``--resume`` finds the part its
+    config names and goes on from the newest checkpoint in the same run."""
+    argv = [*REAL_DDI, "--data-root", str(ddi_root),  # one worker: its training actor
+            "--set", "encoder=examples.link_parts.layers:GINLayer"]
     thread, outcome = run_in_background([*argv, "--max-failures", "0"])
     kill_a_train_worker_after_epoch(mlflow_store, 2)
     thread.join(timeout=600)
