@@ -5,7 +5,7 @@ importtime`` to see which of :data:`HEAVY` it imported (none should be: the
 commands refuse before importing torch, PyG, Ray or MLflow, except once a
 part of one's own is named by a well-spelled import path, which is imported
 and tried on a tiny graph). Then the seconds of that check alone
-(:func:`plnlp_core.parts.probe.check_parts`), in this process once its
+(:func:`plnlp_core.preflight.probe.check_parts`), in this process once its
 imports are done, for the four parts of ``examples/link_parts``.
 
     python benchmarks/command_latency.py [--quick] [--repeats 3]
@@ -95,7 +95,7 @@ def part_check_seconds(repeats: int = 3) -> float:
     from pipelines.planning.presets import load_preset
     from plnlp_core.config import PLNLPConfig
     from plnlp_core.data.datasets import DATASETS
-    from plnlp_core.parts.probe import check_parts
+    from plnlp_core.preflight.probe import check_parts
 
     parts = yaml.safe_load((REPO / "examples" / "link_parts" / "parts.yaml").read_text())
     config = PLNLPConfig.from_mapping({**load_preset("ddi", "paper"), **parts})

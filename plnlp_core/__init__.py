@@ -26,7 +26,7 @@ _SOURCES = {
     "build_model": "plnlp_core.assembly",
     "build_sampler": "plnlp_core.assembly",
     "build_training_graph": "plnlp_core.assembly",
-    "check_config": "plnlp_core.parts.checks",
+    "check_config": "plnlp_core.preflight.checks",
     "fit": "plnlp_core.training.fitting",
     "load_ogb": "plnlp_core.data.ogb_reader",
     "prepare_experiment": "plnlp_core.training.experiment",

@@ -6,7 +6,7 @@ the settings together on a dataset (:func:`check_settings`, which
 (:func:`check_graph`). They read the names of the method's parts from
 :mod:`plnlp_core.choices`, not their implementations, so that refusing a
 setting imports no torch. A part named by import path is checked for its
-spelling here; :func:`plnlp_core.parts.checks.check_config` also imports it
+spelling here; :func:`plnlp_core.preflight.checks.check_config` also imports it
 and tries it on a tiny graph (torch: only a config that names one pays for it)."""
 import typing
 from collections.abc import Mapping

@@ -29,7 +29,7 @@ from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import data_root_setting
 from plnlp_core.errors import PLNLPError
-from plnlp_core.parts.checks import check_config
+from plnlp_core.preflight.checks import check_config
 
 
 def resumed_run(request: RunRequest, graph: Callable[[str], GraphSource]) -> RunPlan:

@@ -20,7 +20,7 @@ from plnlp_core.choices import HEURISTIC_CHOICES
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
-from plnlp_core.parts.checks import check_config
+from plnlp_core.preflight.checks import check_config
 
 
 def plan_run(request: RunRequest) -> RunPlan:

@@ -32,7 +32,7 @@ from components.train.workers import WorkerGroup
 from plnlp_core.config import OPTION_SETTINGS, PLNLPConfig
 from plnlp_core.data.datasets import DatasetInfo
 from plnlp_core.errors import PLNLPError
-from plnlp_core.parts.checks import check_config
+from plnlp_core.preflight.checks import check_config
 
 KEYS = ("preset", "metric", "mode", "num_samples", "search", "scheduler", "max_concurrent",
         "resources", "space")

@@ -22,7 +22,6 @@ from plnlp_core.assembly import (
 )
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.errors import PLNLPError
-from plnlp_core.parts.checks import check_config
 from plnlp_core.parts.import_path import (
     code_location,
     code_version,
@@ -30,6 +29,7 @@ from plnlp_core.parts.import_path import (
     is_import_path,
     own_parts,
 )
+from plnlp_core.preflight.checks import check_config
 from plnlp_core.training.experiment import prepare_experiment, run_experiment
 from tests.conftest import REPO_ROOT
 
