@@ -15,7 +15,6 @@ pairs. A test is one lookup in a dense table of all :math:`N^2` pairs on
 small graphs (as :class:`plnlp_core.edge_set.EdgeSet`), else one
 :func:`torch.searchsorted` over the CSR's sorted keys :math:`uN + v`.
 """
-import contextlib
 from collections.abc import Callable
 
 import torch
@@ -60,10 +59,10 @@ class AdjacencyLookup:
         self.memo = PairMemo()
         self.root: AdjacencyLookup | None = None
         """The graph this one was made from by :meth:`without` (``None``:
-        none), less the entries ``removed``."""
-        self.removed: Tensor | None = None
+        none)."""
         self._squared: SquaredAdjacency | None = None
         self._squared_fits: bool | None = None
+        self._edge_path3: Tensor | None = None
 
     def dense(self) -> Tensor:
         """The adjacency as a dense bool matrix ``[N, N]`` (the table's view)."""
@@ -96,24 +95,36 @@ class AdjacencyLookup:
                                             undirected=True, table=table)
         reduced = AdjacencyLookup(adj, edge_set, lambda: self.bit_rows().without(removed))
         reduced.root = self.root or self
-        reduced.removed = removed if self.removed is None else torch.cat(
-            [self.removed, removed]).sort().values
         return reduced
 
     def squared(self) -> SquaredAdjacency | None:
-        """The :math:`A^2` table of this graph, or of the graph it was made
-        from (:attr:`root`, with :attr:`removed` to take away), made on first
-        use where the graph has a dense table and the tables fit
+        """The :math:`A^2` table of this graph, made on first use where the
+        graph has a dense table and the table fits
         :data:`~plnlp_core.nn.edge_level.path_counts.TABLE_MEMORY_SHARE` of
         the free memory; else ``None``."""
-        graph = self.root or self
-        if graph._squared_fits is None:
-            graph._squared_fits = graph.table is not None and (
-                SquaredAdjacency.nbytes(graph.num_nodes)
-                <= TABLE_MEMORY_SHARE * free_memory(graph.col.device))
-        if graph._squared_fits and graph._squared is None:
-            graph._squared = SquaredAdjacency(graph.crow, graph.col)
-        return graph._squared
+        if self._squared_fits is None:
+            self._squared_fits = self.table is not None and (
+                SquaredAdjacency.nbytes(self.num_nodes)
+                <= TABLE_MEMORY_SHARE * free_memory(self.col.device))
+        if self._squared_fits and self._squared is None:
+            self._squared = SquaredAdjacency(self.crow, self.col)
+        return self._squared
+
+
+    def edge_path3_counts(self) -> Tensor:
+        """:func:`path3_counts` of every edge, in the order of :attr:`keys`
+        (each less its own edge), counted once for both directions on first
+        use: about what one training epoch's positives cost."""
+        if self._edge_path3 is None:
+            n = self.num_nodes
+            u, v = self.keys // n, self.keys % n
+            upper = u < v
+            half = _path3_counts(self, torch.stack([u[upper], v[upper]], dim=1), MAX_CANDIDATES)
+            counts = torch.zeros(self.keys.numel(), device=self.keys.device)
+            counts[upper] = half
+            counts[torch.searchsorted(self.keys, v[upper] * n + u[upper])] = half
+            self._edge_path3 = counts
+        return self._edge_path3
 
 
 def _rows(crow: Tensor) -> Tensor:
@@ -303,7 +314,7 @@ def _autocast_bfloat16(device: torch.device) -> bool:
 
 
 def path3_counts(lookup: AdjacencyLookup, pairs: Tensor,
-                 max_candidates: int = MAX_CANDIDATES) -> Tensor:
+                 max_candidates: int = MAX_CANDIDATES, edges_kept: bool = False) -> Tensor:
     r"""The number of paths of length 3 between each pair,
 
     .. math::
@@ -314,10 +325,22 @@ def path3_counts(lookup: AdjacencyLookup, pairs: Tensor,
     the walks through :math:`(i, j)` itself when it is an edge. Each pair
     is expanded to the pairs :math:`(k, b)`, whose common neighbours are
     counted in chunks. Shape ``[M]``, float. Pairs the graph's memo
-    remembers are counted once."""
+    remembers are counted once; with ``edges_kept`` (training, which scores
+    every edge of its graph every epoch), pairs that are edges read the
+    graph's :meth:`~AdjacencyLookup.edge_path3_counts`."""
     kept = lookup.memo.get(pairs, "path3", lambda: _path3_counts(lookup, pairs, max_candidates),
                            lambda: 4 * pairs.size(0))
-    return kept if kept is not None else _path3_counts(lookup, pairs, max_candidates)
+    if kept is not None:
+        return kept
+    if not edges_kept:
+        return _path3_counts(lookup, pairs, max_candidates)
+    is_edge = lookup.contains(pairs[:, 0], pairs[:, 1])
+    edges = pairs[is_edge]
+    counts = torch.empty(pairs.size(0), device=pairs.device)
+    counts[is_edge] = lookup.edge_path3_counts()[torch.searchsorted(
+        lookup.keys, edges[:, 0] * lookup.num_nodes + edges[:, 1])]
+    counts[~is_edge] = _path3_counts(lookup, pairs[~is_edge], max_candidates)
+    return counts
 
 
 def _path3_counts(lookup: AdjacencyLookup, pairs: Tensor, max_candidates: int) -> Tensor:
@@ -333,24 +356,23 @@ def _path3_counts(lookup: AdjacencyLookup, pairs: Tensor, max_candidates: int) -
     squared = lookup.squared()
     # read from the table, or at most max_candidates / 16 expanded pairs each testing its own chunk
     step = max_candidates if squared is not None else max(max_candidates // 16, 1)
-    with squared.less(lookup.removed) if squared is not None else contextlib.nullcontext():
-        for start, stop in _chunks(work, step):
-            w = work[start:stop]
-            total = int(w.sum())
-            if total == 0:
-                continue
-            row = torch.repeat_interleave(torch.arange(start, stop, device=pairs.device), w,
-                                          output_size=total)
-            offset = torch.arange(total, device=pairs.device) - torch.repeat_interleave(
-                w.cumsum(0) - w, w, output_size=total)
-            k = lookup.col[lookup.crow[a[row]] + offset]
-            keep = k != b[row]
-            row, k, end = row[keep], k[keep], b[row][keep]
-            if squared is not None:
-                total_counts.index_add_(0, row, squared.entries(k * lookup.num_nodes + end).float())
-                continue
-            hits, _ = common_neighbor_index(lookup, torch.stack([k, end], dim=1), max_candidates)
-            total_counts.index_add_(0, row[hits], torch.ones(hits.numel(), device=pairs.device))
+    for start, stop in _chunks(work, step):
+        w = work[start:stop]
+        total = int(w.sum())
+        if total == 0:
+            continue
+        row = torch.repeat_interleave(torch.arange(start, stop, device=pairs.device), w,
+                                      output_size=total)
+        offset = torch.arange(total, device=pairs.device) - torch.repeat_interleave(
+            w.cumsum(0) - w, w, output_size=total)
+        k = lookup.col[lookup.crow[a[row]] + offset]
+        keep = k != b[row]
+        row, k, end = row[keep], k[keep], b[row][keep]
+        if squared is not None:
+            total_counts.index_add_(0, row, squared.entries(k * lookup.num_nodes + end).float())
+            continue
+        hits, _ = common_neighbor_index(lookup, torch.stack([k, end], dim=1), max_candidates)
+        total_counts.index_add_(0, row[hits], torch.ones(hits.numel(), device=pairs.device))
     through_edge = lookup.contains(a, b) & (lookup.degree[a] > 0)
     total_counts -= through_edge.float() * (lookup.degree[a] - 1).clamp(min=0).float()
     return total_counts

@@ -28,13 +28,19 @@ class EdgeLevelPredictor(nn.Module):
         \boldsymbol{\phi}_{ij} = \big(\ln(1 + n_{ij}),\ \ln(1 + p_{ij}),\
         \ln(1 + d_i) + \ln(1 + d_j),\ |\ln(1 + d_i) - \ln(1 + d_j)|\big),
 
-    where :math:`n_{ij} = |N(i) \cap N(j)|`, :math:`p_{ij}` counts the paths
-    of length 3 between :math:`i` and :math:`j` (only with
-    ``path_length=3``; where common neighbours are rare, as in power grids,
-    they carry the structure) and :math:`d` are degrees, all in the graph
-    the pair is scored on; ``counts=False`` leaves :math:`\boldsymbol{\phi}`
-    out (it hands the MLP the common-neighbour heuristic itself). Every
-    term is symmetric in :math:`i, j`.
+    where :math:`n_{ij} = |N(i) \cap N(j)|` and :math:`d` are degrees in
+    the graph the pair is scored on, and :math:`p_{ij}` counts the paths of
+    length 3 between :math:`i` and :math:`j` (only with ``path_length=3``;
+    where common neighbours are rare, as in power grids, they carry the
+    structure) in the input graph less the edge :math:`(i, j)` itself, as
+    SEAL removes a training link from its own subgraph and no other: a
+    training positive counts its paths as a held-out link of evaluation
+    does, whatever else its step removes, and every count is one read of
+    the input graph's :math:`A^2` table
+    (:func:`~plnlp_core.nn.edge_level.common_neighbors.path3_counts`).
+    ``counts=False`` leaves :math:`\boldsymbol{\phi}` out (it hands the
+    MLP the common-neighbour heuristic itself). Every term is symmetric in
+    :math:`i, j`.
 
     Args:
         in_channels (int): Size of the node vectors :math:`C`.
@@ -71,7 +77,8 @@ class EdgeLevelPredictor(nn.Module):
         di, dj = log_degree[pairs[:, 0]], log_degree[pairs[:, 1]]
         terms = [torch.log1p(common.float())]
         if self.path_length == 3:
-            terms.append(torch.log1p(path3_counts(lookup, pairs)))
+            terms.append(torch.log1p(path3_counts(lookup.root or lookup, pairs,
+                                                     edges_kept=self.training)))
         terms += [di + dj, (di - dj).abs()]
         return torch.stack(terms, dim=1)
 
