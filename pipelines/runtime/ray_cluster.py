@@ -61,8 +61,12 @@ def start_local_ray(logging_level: int) -> None:
     port, and its workers get that address as ``RAY_ADDRESS``, so that
     Ray's own helpers that look Ray up (Ray Train's placement-group
     cleaner) find this one among several instead of failing with "Found
-    multiple active Ray instances". It runs without the dashboard, whose
-    dozen processes took 3 s of a 2-core laptop's start, unless
+    multiple active Ray instances": the raylet inherits it from this
+    process's environment while Ray starts, and its workers from the
+    raylet, rather than from a job ``runtime_env``, with which no worker
+    Ray prestarts can be used (an actor's start, 0.3 s, took 1.0 s). It
+    runs without the dashboard, whose dozen processes took 3 s of a 2-core
+    laptop's start, unless
     ``PLNLP_RAY_DASHBOARD=1`` asks for it: it then listens on 127.0.0.1 and
     its address is printed."""
     port = free_port()
@@ -70,11 +74,10 @@ def start_local_ray(logging_level: int) -> None:
     dashboard = os.environ.get(DASHBOARD_VARIABLE, "").strip() in ("1", "true", "yes")
     running = set(psutil.Process().children(recursive=True))
     try:
-        with mock.patch.dict(os.environ, {GCS_PORT_VARIABLE: str(port)}):
+        with mock.patch.dict(os.environ, {GCS_PORT_VARIABLE: str(port), "RAY_ADDRESS": address}):
             context = ray.init(address="local", ignore_reinit_error=True,
                                logging_level=logging_level, include_dashboard=dashboard,
-                               dashboard_host="127.0.0.1",
-                               runtime_env={"env_vars": {"RAY_ADDRESS": address}})
+                               dashboard_host="127.0.0.1")
     except Exception:
         stop_started_processes(running)
         raise

@@ -45,3 +45,28 @@ def test_the_dashboard_starts_only_when_asked_and_its_address_is_printed(tmp_pat
             assert shown is None and "dashboard" not in "".join(lines).lower(), "".join(lines)
         driver.communicate("\n", timeout=60)
     assert driver.returncode == 0
+
+
+ADDRESS_SEEN = ("import logging, os, ray\n"
+                "from pipelines.runtime.ray_cluster import start_local_ray\n"
+                "start_local_ray(logging.WARNING)\n"
+                "gcs = ray.get_runtime_context().gcs_address\n"
+                "seen = ray.remote(lambda: os.environ.get('RAY_ADDRESS'))\n"
+                "actor = ray.remote(type('A', (), {'seen': lambda self: os.environ.get("
+                "'RAY_ADDRESS')})).remote()\n"
+                "print(gcs, ray.get(seen.remote()), ray.get(actor.seen.remote()),"
+                " os.environ.get('RAY_ADDRESS', '-'), flush=True)\n")
+
+
+def test_the_workers_of_a_local_ray_know_its_address_and_the_driver_is_left_as_it_was(tmp_path):
+    """Ray's helpers in a worker (Ray Train's placement-group cleaner) find
+    this Ray by ``RAY_ADDRESS`` among several; the workers inherit it from
+    the raylet, not from a job ``runtime_env`` (which would keep every
+    prestarted worker idle), and the driver's own environment is restored."""
+    env = pipeline_env(tmp_path)
+    env.pop("RAY_ADDRESS", None)
+    done = subprocess.run([sys.executable, "-c", ADDRESS_SEEN], cwd=REPO_ROOT, env=env,
+                          text=True, capture_output=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    gcs, task, actor, driver = done.stdout.split()[-4:]
+    assert task == actor == gcs and driver == "-", done.stdout
