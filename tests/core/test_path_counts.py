@@ -47,6 +47,9 @@ def test_the_kept_counts_of_every_edge_are_those_counted_pair_by_pair(seed, num_
     adj, _ = build_adjacency(edges, num_nodes)
     lookup = AdjacencyLookup(adj)
     pairs = torch.cat([some_pairs(edges, num_nodes, seed), edges.flip(1)])
+    non_edges = pairs[~lookup.contains(pairs[:, 0], pairs[:, 1])]
+    assert torch.equal(path3_counts(lookup, non_edges, edges_kept=True), walked(lookup, non_edges))
+    assert lookup._edge_path3 is None  # no edge asked for: not counted for every edge
     kept = path3_counts(lookup, pairs, edges_kept=True)
     assert lookup.edge_path3_counts().numel() == 2 * edges.size(0)
     assert torch.equal(kept, walked(lookup, pairs))

@@ -335,6 +335,8 @@ def path3_counts(lookup: AdjacencyLookup, pairs: Tensor,
     if not edges_kept:
         return _path3_counts(lookup, pairs, max_candidates)
     is_edge = lookup.contains(pairs[:, 0], pairs[:, 1])
+    if not bool(is_edge.any()):
+        return _path3_counts(lookup, pairs, max_candidates)
     edges = pairs[is_edge]
     counts = torch.empty(pairs.size(0), device=pairs.device)
     counts[is_edge] = lookup.edge_path3_counts()[torch.searchsorted(
