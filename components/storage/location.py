@@ -38,6 +38,9 @@ from components.storage.store_retries import (
 from plnlp_core.data.publishing import written_file
 from plnlp_core.errors import PLNLPError
 
+UPLOAD_CHUNK_BYTES = 8 * 2**20
+"""Bytes read and written at a time by :meth:`Location.upload`."""
+
 
 @dataclass(frozen=True)
 class Location:
@@ -141,13 +144,17 @@ class Location:
                 if info.type == pafs.FileType.File}
 
     def upload(self, local: Path) -> None:
-        """Copies every file under the local folder ``local`` into this folder."""
+        """Copies every file under the local folder ``local`` into this folder,
+        each closed before the next, so that a write the store did not take
+        raises here: pyarrow's ``copy_files`` was seen to let an upload fail
+        with only "Error ignored when destroying file" on the console."""
         if self.is_local:
             shutil.copytree(local, self.local_path(), dirs_exist_ok=True)
             return
         for name in _relative_files(local):
-            pafs.copy_files(str(local / name), f"{self.path}/{name}",
-                            destination_filesystem=self.filesystem)
+            with (local / name).open("rb") as source, \
+                    self.filesystem.open_output_stream(f"{self.path}/{name}") as target:
+                shutil.copyfileobj(source, target, UPLOAD_CHUNK_BYTES)
 
     def download(self, local: Path) -> None:
         """Copies every file under this folder into the local folder ``local``."""

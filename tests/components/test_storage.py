@@ -143,6 +143,39 @@ def test_a_folder_in_a_bucket_is_copied_for_a_block_and_removed_after(bucket):
     assert not local.exists()
 
 
+def test_a_folder_uploaded_into_a_bucket_has_every_file_whole(bucket, tmp_path):
+    local = tmp_path / "checkpoint"
+    (local / "best").mkdir(parents=True)
+    (local / "model.pt").write_bytes(bytes(range(256)) * 40_000)  # past one 8 MiB chunk
+    (local / "best" / "best.json").write_text("{}")
+    folder = Location(f"{bucket}/uploaded")
+    folder.upload(local)
+    assert {name: info.size for name, info in folder.files().items()} == {
+        "model.pt": 10_240_000, "best/best.json": 2}
+    assert (folder / "model.pt").read_bytes() == (local / "model.pt").read_bytes()
+
+
+def test_an_upload_the_store_does_not_take_raises(s3, monkeypatch, tmp_path):
+    """With the store away past its patience, the upload raises, rather than
+    leaving it to a later write to find out."""
+    proxy = PausableProxy(s3)
+    proxy.up()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+    monkeypatch.setenv(PATIENCE_ENV, "1")
+    storage._root_filesystem.cache_clear()
+    try:
+        make_bucket(s3, "upload-outage")
+        folder = Location("s3://upload-outage/checkpoint")
+        (folder / "before.txt").write_text("before")
+        (tmp_path / "timing.json").write_text("{}")
+        proxy.down()
+        with pytest.raises(OSError, match="NETWORK_CONNECTION"):
+            folder.upload(tmp_path)
+    finally:
+        proxy.up()
+        storage._root_filesystem.cache_clear()
+
+
 def test_a_bucket_that_does_not_exist_is_refused_naming_its_uri(s3):
     with pytest.raises(PLNLPError) as refused:
         check_writable(Location("s3://no-such-bucket/plnlp"), "--work-dir")
