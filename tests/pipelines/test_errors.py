@@ -2252,11 +2252,11 @@ def test_a_store_away_past_its_patience_fails_the_run_and_resume_finishes_it(
     with the catalog's sentence naming the run; once the store is back,
     ``--resume`` goes on from the newest complete checkpoint in the bucket
     and the run finishes with every epoch once. A write gives up one to two
-    patience periods after the store went, and a checkpoint's upload that
-    pyarrow's ``copy_files`` let fail without an error (seen: "Error ignored
-    when destroying file", its manifest's sizes then unmet) leaves it to
-    the next checkpoint's: up to four periods, then the run's end (40.6 s
-    in a full suite on 2 cores)."""
+    patience periods after the store went, then the run ends; a full suite
+    on 2 cores once took 40.6 s, when pyarrow's ``copy_files`` had let a
+    checkpoint's upload fail without an error and the next checkpoint's
+    write met the outage again (``Location.upload`` now closes each file
+    itself)."""
     with run_beside_a_store(ddi_root, tmp_path, PLNLP_STORE_PATIENCE_S="10") as (
             proxy, process, log, env, uri):
         wait_until(lambda: printed_epochs(log) >= 3, log, within_s=240)
