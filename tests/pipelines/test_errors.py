@@ -1606,6 +1606,11 @@ def test_a_lost_driver_s_run_is_marked_and_resume_goes_on_from_its_newest_checkp
         process.wait(timeout=60)
         driver = process.pid
         assert group_is_gone(driver), "a process of the killed job still runs"
+        # Ray's workers lead process groups of their own: the actor ends once it
+        # finds its raylet gone, and may write a checkpoint until then
+        actor = int(re.findall(r"\(TrainingActor pid=(\d+)\)",
+                               (tmp_path / "first.log").read_text())[-1])
+        assert group_is_gone(actor, within_s=60), "the training actor outlived its raylet"
     uri = f"sqlite:///{database}"
     lost = only_run(uri)
     assert lost.info.status == "RUNNING"
