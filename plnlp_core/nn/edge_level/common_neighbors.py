@@ -110,7 +110,6 @@ class AdjacencyLookup:
             self._squared = SquaredAdjacency(self.crow, self.col)
         return self._squared
 
-
     def edge_path3_counts(self) -> Tensor:
         """:func:`path3_counts` of every edge, in the order of :attr:`keys`
         (each less its own edge), counted once for both directions on first
