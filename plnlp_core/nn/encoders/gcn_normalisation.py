@@ -15,20 +15,19 @@ every training step (the edge level's) pays at every pass.
 """
 import torch
 from torch import Tensor
+from torch_geometric.index import ptr2index
 
 
-def has_self_loops(adj: Tensor) -> bool:
-    """Whether a sparse CSR adjacency has a diagonal entry."""
-    return bool((adj.col_indices() == _rows(adj)).any())
-
-
-def normalised_csr(adj: Tensor, fill_value: float = 1.0) -> Tensor:
-    r""":math:`\hat{A}` of a sparse CSR adjacency ``adj`` ``[N, N]`` without
-    self-loops (see :func:`has_self_loops`), with ``fill_value`` as
-    :math:`f`; a sparse CSR tensor of :math:`|E| + N` entries."""
+def normalised_csr(adj: Tensor, fill_value: float = 1.0) -> Tensor | None:
+    r""":math:`\hat{A}` of a sparse CSR adjacency ``adj`` ``[N, N]``, with
+    ``fill_value`` as :math:`f`: a sparse CSR tensor of :math:`|E| + N`
+    entries; ``None`` when ``adj`` has a self-loop (PyG's ``gcn_norm`` adds
+    :math:`f` to it)."""
     n = adj.size(0)
     crow, col, value = adj.crow_indices(), adj.col_indices(), adj.values()
-    row = _rows(adj)
+    row = ptr2index(crow, output_size=col.numel())
+    if bool((col == row).any()):
+        return None
     below = torch.zeros(n, dtype=crow.dtype, device=col.device).index_add_(
         0, row, (col < row).to(crow.dtype))
     new_crow = crow + torch.arange(n + 1, dtype=crow.dtype, device=col.device)
@@ -44,10 +43,3 @@ def normalised_csr(adj: Tensor, fill_value: float = 1.0) -> Tensor:
     new_value[place] = inv_sqrt[row] * value * inv_sqrt[col]
     new_value[diagonal] = inv_sqrt * fill_value * inv_sqrt
     return torch.sparse_csr_tensor(new_crow, new_col, new_value, adj.shape)
-
-
-def _rows(adj: Tensor) -> Tensor:
-    """The row of each CSR entry."""
-    crow = adj.crow_indices()
-    return torch.repeat_interleave(torch.arange(adj.size(0), device=crow.device), crow.diff(),
-                                   output_size=adj.col_indices().numel())

@@ -4,7 +4,7 @@ from torch import Tensor
 from torch_geometric.nn import GATConv, GCNConv
 from torch_geometric.typing import Adj, OptTensor
 
-from plnlp_core.nn.encoders.gcn_normalisation import has_self_loops, normalised_csr
+from plnlp_core.nn.encoders.gcn_normalisation import normalised_csr
 from plnlp_core.nn.encoders.registry import ENCODERS
 
 
@@ -21,19 +21,19 @@ class CachedGCNConv(GCNConv):
         super().__init__(in_channels, out_channels, cached=True, **kwargs)
 
     def forward(self, x: Tensor, edge_index: Adj, edge_weight: OptTensor = None) -> Tensor:
-        if not self._normalises_each_pass(x, edge_index, edge_weight):
+        adj = normalised_csr(edge_index, 2.0 if self.improved else 1.0) \
+            if self._normalises_each_pass(x, edge_index, edge_weight) else None
+        if adj is None:  # cached, or weighted, or not a CSR, or with self-loops: PyG's own
             return super().forward(x, edge_index, edge_weight)
-        adj = normalised_csr(edge_index, 2.0 if self.improved else 1.0)
         out = self.propagate(adj, x=self.lin(x), edge_weight=None)
         return out if self.bias is None else out + self.bias
 
     def _normalises_each_pass(self, x: Tensor, edge_index: Adj, edge_weight: OptTensor) -> bool:
-        """An uncached pass over a sparse CSR graph without weights or
-        self-loops, which :func:`normalised_csr` takes."""
+        """An uncached pass over a sparse CSR graph without weights, which
+        :func:`normalised_csr` takes unless it has self-loops."""
         return (self.normalize and self.add_self_loops and not self.cached
                 and isinstance(x, Tensor) and edge_weight is None
-                and isinstance(edge_index, Tensor) and edge_index.layout == torch.sparse_csr
-                and not has_self_loops(edge_index))
+                and isinstance(edge_index, Tensor) and edge_index.layout == torch.sparse_csr)
 
 
 @ENCODERS.register("gat")
