@@ -126,7 +126,10 @@ def train_step(
                         enabled=options.precision == "bf16"):
         scores = model(x, adj, torch.cat([batch.pos, batch.neg]))
     scores = scores.float()
-    pos_score, neg_score = scores[:m], scores[m:][batch.neg_index]
+    # index_select: its backward (index_add_) sums in the same order on any
+    # number of CPU threads, where indexing's (index_put_) does not
+    pos_score = scores[:m]
+    neg_score = scores[m:].index_select(0, batch.neg_index.flatten()).view_as(batch.neg_index)
     ranking = options.loss_fn(pos_score, neg_score, batch.weight)
     loss = ranking * options.world_size
     if options.l2 > 0:

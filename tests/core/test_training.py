@@ -338,3 +338,31 @@ def test_fit_trains_at_the_precision_auto_resolves_to(ddi_standin_split, monkeyp
         lambda m, i, out: seen.add(out.dtype) if m.training else None)
     fit(model, config, ddi_standin_split, build_training_graph(ddi_standin_split, config))
     assert asked == ["auto"] and seen == {torch.bfloat16}
+
+
+def test_a_step_on_two_threads_makes_the_same_update_every_time():
+    """Negative sample sharing ranks each positive against ``num_neg``
+    gathered scores; their gradients are summed in one order on any number
+    of CPU threads, so a seed trains the same model twice."""
+    from plnlp_core.data.datasets import DATASETS
+    from plnlp_core.graph import build_adjacency
+
+    generator = torch.Generator().manual_seed(0)
+    nodes, m, num_neg = 2000, 65536, 4
+    pos = torch.randint(0, nodes, (m, 2), generator=generator)
+    neg = torch.randint(0, nodes, (m, 2), generator=generator)
+    index = torch.stack([torch.randperm(m, generator=generator) for _ in range(num_neg)], -1)
+    adj, _ = build_adjacency(pos, nodes)
+    config = PLNLPConfig(embedding_dim=8, hidden_channels=8, encoder="none")
+    threads, updated = torch.get_num_threads(), []
+    torch.set_num_threads(2)
+    try:
+        for _ in range(3):
+            torch.manual_seed(0)
+            model = build_model(config, DATASETS.get("ddi"), nodes)
+            train_step(model, torch.optim.SGD(model.parameters(), lr=0.1), None, adj,
+                       PairBatch(pos, None, neg, index), StepOptions(LOSSES.get("auc")))
+            updated.append(model.node_input.embedding.weight.detach().clone())
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(updated[0], updated[1]) and torch.equal(updated[0], updated[2])
