@@ -6,17 +6,17 @@ It keeps what the worker group gives a run: checkpoints in the run's
 storage folder (where Ray Train would write them, so ``--resume`` finds
 them either way), a dead actor (a killed process, a lost node) replaced up
 to ``max_failures`` times by one that goes on from the newest complete
-checkpoint, every epoch logged once (the callbacks run in the actor, and
-:class:`~components.recording.epoch_logger.EpochLogger` skips the epochs
-MLflow holds), and an interrupt of the driver ending the actor, once the
-epochs it printed are in MLflow.
+checkpoint, every epoch logged once (the driver runs the callbacks on the
+actor's reports, :mod:`components.train.report_relay`, as Train's
+controller does, and :class:`~components.recording.epoch_logger.EpochLogger`
+skips the epochs MLflow holds), and an interrupt of the driver ending the
+actor, once the epochs it printed are in MLflow.
 
 The actor's process spends most of its start importing torch, PyG and the
 training code (9 s of 12 on a slow 2-core day, against half a second for
 an empty actor): :func:`training_actor_started` lets a run start it first,
 so that those imports go on while the driver opens the MLflow run and
 runs the stages before training."""
-import importlib
 import threading
 import time
 from collections.abc import Iterator
@@ -24,62 +24,64 @@ from contextlib import contextmanager
 
 import ray
 import ray.train
+from ray.util.placement_group import placement_group, remove_placement_group
 
 from components.recording.epoch_logger import EpochLogger
 from components.storage.location import Location
+from components.train.report_relay import Report, ReportQueue, ReportRelay
 from components.train.trial_training import train_in_trial
 from components.train.workers import WorkerGroup
 
-_STARTED: dict[WorkerGroup, ray.actor.ActorHandle] = {}
-"""Actors started ahead of their training, by the worker group they are for."""
+_STARTED: dict[WorkerGroup, tuple[ray.actor.ActorHandle, bool]] = {}
+"""Actors started ahead of their training, by the worker group they are
+for, and whether their CPUs are still to be reserved (:func:`cpus_reserved`)."""
 
 
 INTERRUPT_DELIVERY_S = 15.0
-"""Seconds an interrupted driver gives its actor to log the epochs it has
-reported (well within the 30 s a Kubernetes pod gets between SIGTERM and
+"""Seconds an interrupted driver gives the epochs its actor reported to
+reach MLflow (well within the 30 s a Kubernetes pod gets between SIGTERM and
 SIGKILL)."""
 
 
 # The driver starts a new one, from the newest checkpoint; two threads, so
-# that ``deliver`` answers while ``train`` runs.
+# that ``reports_after`` answers while ``train`` runs.
 @ray.remote(max_restarts=0, max_concurrency=2)
 class TrainingActor:
-    """The process one worker's training runs in."""
+    """The process one worker's training runs in; its reports wait for the
+    driver in a :class:`~components.train.report_relay.ReportQueue`."""
 
     def __init__(self) -> None:
-        # MLflow, which the run's EpochLogger imports at the first report,
-        # loads beside the training's start instead of after its first epoch.
-        threading.Thread(target=importlib.import_module, args=("mlflow.tracking",),
-                         daemon=True).start()
-        self.loggers: list[EpochLogger] = []
+        self.reports = ReportQueue()
 
-    def train(self, loop_config: dict, folder: Location,
-              callbacks: list[ray.train.UserCallback], cpus: int, use_gpu: bool) -> str:
+    def train(self, loop_config: dict, folder: Location, cpus: int, use_gpu: bool) -> str:
         """:func:`~components.train.trial_training.train_in_trial`, never stopped early."""
-        self.loggers = [callback for callback in callbacks if isinstance(callback, EpochLogger)]
-        return train_in_trial(loop_config, folder, callbacks, cpus, use_gpu, threading.Event())
+        try:
+            return train_in_trial(loop_config, folder, [self.reports], cpus, use_gpu,
+                                  threading.Event())
+        finally:
+            self.reports.close()
 
-    def deliver(self, timeout: float) -> None:
-        """Waits at most ``timeout`` seconds for every epoch reported so far
-        to be in MLflow."""
-        deadline = time.monotonic() + timeout
-        for logger in self.loggers:
-            logger.wait(max(0.0, deadline - time.monotonic()))
+    def reports_after(self, count: int, timeout: float) -> tuple[list[Report], bool]:
+        """:meth:`~components.train.report_relay.ReportQueue.after`."""
+        return self.reports.after(count, timeout)
 
 
 def fit_training_actor(loop_config: dict, workers: WorkerGroup, folder: Location,
                        max_failures: int, callbacks: list[ray.train.UserCallback]) -> str:
     """Trains as one worker of ``workers`` in a :class:`TrainingActor`
-    holding its CPUs and GPU share, checkpointing into ``folder``; returns
-    the path of the newest checkpoint. An actor that dies is replaced up to
-    ``max_failures`` times; an error the training raises ends the run at
-    once, as its cause (it would happen again)."""
+    holding its CPUs and GPU share, checkpointing into ``folder``, and
+    hands its reports to ``callbacks`` here; returns the path of the newest
+    checkpoint. An actor that dies is replaced up to ``max_failures``
+    times; an error the training raises ends the run at once, as its cause
+    (it would happen again)."""
     restarts = 0
     while True:
-        actor = _STARTED.pop(workers, None) or new_actor(workers)
+        actor, unreserved = _STARTED.pop(workers, None) or (new_actor(workers), False)
+        relay = ReportRelay(actor, callbacks)
         try:
-            return ray.get(actor.train.remote(loop_config, folder, callbacks,
-                                              workers.cpus_per_worker, workers.use_gpu))
+            with cpus_reserved(workers.cpus_per_worker if unreserved else 0):
+                return relay.follow(actor.train.remote(loop_config, folder,
+                                                       workers.cpus_per_worker, workers.use_gpu))
         except ray.exceptions.RayActorError as error:
             if restarts == max_failures:
                 raise
@@ -90,19 +92,20 @@ def fit_training_actor(loop_config: dict, workers: WorkerGroup, folder: Location
         except ray.exceptions.RayTaskError as error:
             raise remote_cause(error) from None
         except KeyboardInterrupt:
-            delivered_before_the_end(actor)
+            delivered_before_the_end(relay, callbacks)
             raise
         finally:
             ray.kill(actor, no_restart=True)
 
 
-def delivered_before_the_end(actor: ray.actor.ActorHandle) -> None:
-    """Gives an interrupted run's ``actor`` :data:`INTERRUPT_DELIVERY_S`
-    to put the epochs it printed into MLflow before it is killed."""
-    try:
-        ray.get(actor.deliver.remote(INTERRUPT_DELIVERY_S), timeout=INTERRUPT_DELIVERY_S + 5)
-    except ray.exceptions.RayError:  # it died, or did not answer: nothing more to wait for
-        pass
+def delivered_before_the_end(relay: ReportRelay, callbacks: list[ray.train.UserCallback]) -> None:
+    """Gives an interrupted run :data:`INTERRUPT_DELIVERY_S` to put the
+    epochs its actor printed into MLflow before the actor is ended."""
+    deadline = time.monotonic() + INTERRUPT_DELIVERY_S
+    relay.flush(INTERRUPT_DELIVERY_S)
+    for logger in callbacks:
+        if isinstance(logger, EpochLogger):
+            logger.wait(max(0.0, deadline - time.monotonic()))
 
 
 def remote_cause(error: ray.exceptions.RayTaskError) -> BaseException:
@@ -118,17 +121,23 @@ def remote_cause(error: ray.exceptions.RayTaskError) -> BaseException:
 @contextmanager
 def training_actor_started(workers: WorkerGroup) -> Iterator[None]:
     """Starts the :class:`TrainingActor` of a run of one worker now, for
-    the run's first training to take, when the cluster can hold it beside
-    the one-CPU tasks of the stages before training (else those would wait
-    for it); ends it at the end if no training took it."""
+    the run's first training to take, so that its imports go on beside the
+    stages before training; ends it at the end if no training took it.
+
+    It holds the worker's CPUs when the cluster can hold them beside the
+    one-CPU tasks of those stages (else they would wait for it); on a
+    cluster of one node (the local Ray, whose CPUs a worker holds all of)
+    it holds none until its training starts (:func:`cpus_reserved`)."""
     if workers.num_workers == 1 and fits_beside_a_stage(workers):
-        _STARTED[workers] = new_actor(workers)
+        _STARTED[workers] = (new_actor(workers), False)
+    elif workers.num_workers == 1 and sum(node["Alive"] for node in ray.nodes()) == 1:
+        _STARTED[workers] = (new_actor(workers, cpus=0), True)
     try:
         yield
     finally:
         unused = _STARTED.pop(workers, None)
         if unused is not None:
-            ray.kill(unused, no_restart=True)
+            ray.kill(unused[0], no_restart=True)
 
 
 def fits_beside_a_stage(workers: WorkerGroup) -> bool:
@@ -138,9 +147,27 @@ def fits_beside_a_stage(workers: WorkerGroup) -> bool:
     return all(free.get(name, 0) >= amount for name, amount in wanted.items())
 
 
-def new_actor(workers: WorkerGroup) -> ray.actor.ActorHandle:
-    """A :class:`TrainingActor` holding one worker's CPUs and GPU share."""
-    return TrainingActor.options(**actor_resources(workers)).remote()
+@contextmanager
+def cpus_reserved(count: int) -> Iterator[None]:
+    """Holds ``count`` CPUs of the cluster while the block runs (a placement
+    group): those of an actor started on the cluster's one node without them."""
+    if not count:
+        yield
+        return
+    group = placement_group([{"CPU": count}])
+    try:
+        ray.get(group.ready())  # the stages before training have ended: at once
+        yield
+    finally:
+        remove_placement_group(group)
+
+
+def new_actor(workers: WorkerGroup, cpus: int | None = None) -> ray.actor.ActorHandle:
+    """A :class:`TrainingActor` holding one worker's GPU share and its CPUs
+    (or ``cpus`` of them)."""
+    resources = actor_resources(workers)
+    return TrainingActor.options(**{**resources, "num_cpus": resources["num_cpus"]
+                                    if cpus is None else cpus}).remote()
 
 
 def actor_resources(workers: WorkerGroup) -> dict[str, float]:
