@@ -73,7 +73,7 @@ def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
                              f"({', '.join(SECRET_KEYS)}) become each step's environment")
     parser.add_argument("--pipeline-root", type=Path, default=Path("kfp_outputs"),
                         help="where --run-local keeps the steps' outputs (default: ./kfp_outputs)")
-    add_worker_args(parser)
+    add_worker_args(parser, cpus_per_worker=1)  # each step's pod is sized by it
     return parser.parse_args(argv)
 
 

@@ -14,6 +14,7 @@ From Python, :func:`run_job` runs the same job with a
     result = run_job(RunRequest("ddi", preset="smoke"), encoder=GINLayer)
     print(result.run_id, result.metrics["final_test_hits_20"])
 """
+import contextlib
 import dataclasses
 import sys
 import time
@@ -189,12 +190,17 @@ def launch(request: RunRequest) -> RunResult:
     from components.train.training_actor import training_actor_started
     from pipelines.runtime.console import quiet_console
     from pipelines.runtime.job import execute, start_services
+    from pipelines.runtime.ray_cluster import sized_workers
 
     start_services(lambda: plan, request.workers, request.verbose, request.work_dir,
                    request.data_root)
     mark("ray")
     quiet_console(request.verbose)
-    with training_actor_started(request.workers):  # its imports beside the first stages
+    plan.request = dataclasses.replace(plan.request,
+                                       workers=sized_workers(plan.request.workers))
+    trains = plan.model == "plnlp"
+    # the actor's imports go on beside the first stages
+    with training_actor_started(plan.request.workers) if trains else contextlib.nullcontext():
         outcome = execute(plan.experiment, plan.run_name(), request.work_dir,
                           lambda work: pipeline(plan), plan.run_id, request.verbose)
     if outcome is None:

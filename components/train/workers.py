@@ -9,12 +9,12 @@ if TYPE_CHECKING:  # Ray is imported only where a group is built
 @dataclass(frozen=True)
 class WorkerGroup:
     """The DDP workers of one training run: ``num_workers`` workers, each
-    holding ``cpus_per_worker`` CPUs (torch uses that many threads) and,
-    with ``use_gpu``, ``gpus_per_worker`` of a GPU (a fraction lets sweep
-    trials share one)."""
+    holding ``cpus_per_worker`` CPUs (torch uses that many threads; ``None``
+    until the run has sized it for its cluster) and, with ``use_gpu``,
+    ``gpus_per_worker`` of a GPU (a fraction lets sweep trials share one)."""
 
     num_workers: int = 1
-    cpus_per_worker: int = 1
+    cpus_per_worker: int | None = 1
     use_gpu: bool = False
     gpus_per_worker: float = 1.0
 

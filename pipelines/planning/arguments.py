@@ -177,10 +177,15 @@ def add_graph_args(parser: argparse.ArgumentParser) -> None:
                         help="Hits@K cut-offs for your graph, besides AUC (default: 20,50,100)")
 
 
-def add_worker_args(parser: argparse.ArgumentParser) -> None:
+def add_worker_args(parser: argparse.ArgumentParser, cpus_per_worker: int | None = None) -> None:
+    """The worker group's flags; ``cpus_per_worker`` is the flag's default
+    (``None``: a local Ray's CPUs shared among the workers, one on a cluster)."""
     parser.add_argument("--num-workers", type=int, default=1, help="Ray Train workers (DDP)")
-    parser.add_argument("--cpus-per-worker", type=int, default=1,
-                        help="CPUs (torch threads) each worker holds (default: 1)")
+    parser.add_argument("--cpus-per-worker", type=int, default=cpus_per_worker,
+                        help="CPUs (torch threads) each worker holds (default: "
+                             + ("the local Ray's CPUs shared among the workers; 1 on a cluster "
+                                "at RAY_ADDRESS" if cpus_per_worker is None
+                                else str(cpus_per_worker)) + ")")
     parser.add_argument("--use-gpu", action="store_true", help="one GPU per worker")
     parser.add_argument("--max-failures", type=int, default=3,
                         help="times a dead worker group is restarted from the latest "

@@ -51,7 +51,9 @@ class RunRequest:
         model (str): ``plnlp`` or ``heuristic:<name>``.
         runs (int): Seeds, from ``seed`` (default: the config's) on.
         graph (GraphFlags): How a graph of one's own is read.
-        workers (WorkerGroup): The Ray Train workers of each training.
+        workers (WorkerGroup): The Ray Train workers of each training; by
+            default one, holding the local Ray's CPUs (one CPU on a cluster
+            at ``RAY_ADDRESS``: see :func:`pipelines.runtime.ray_cluster.sized_workers`).
         max_failures (int): Restarts of a dead worker group.
         experiment (str, optional): The MLflow experiment.
         data_root (str, optional): The folder or URI holding OGB datasets.
@@ -71,7 +73,7 @@ class RunRequest:
     runs: int = 1
     seed: int | None = None
     graph: GraphFlags = GraphFlags()
-    workers: WorkerGroup = WorkerGroup()
+    workers: WorkerGroup = WorkerGroup(cpus_per_worker=None)
     max_failures: int = 3
     experiment: str | None = None
     data_root: str | None = None

@@ -37,7 +37,7 @@ from components.train.startup import mark
 from components.train.workers import WorkerGroup
 from pipelines.runtime.home_folder import keep_home_clean
 from pipelines.runtime.interrupts import SignalGuard, stop
-from pipelines.runtime.ray_cluster import connect_ray
+from pipelines.runtime.ray_cluster import connect_ray, sized_workers
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import cache_dir
 from plnlp_core.errors import PLNLPError, first_line, without_credentials
@@ -74,10 +74,10 @@ def start_services(validate: Callable[[], T], workers: WorkerGroup, verbose: boo
             check_tracking_store(tracking_uri())
             value = validate()
             check_storage(work_dir, data_root)
-            if workers.num_workers < 1 or workers.cpus_per_worker < 1:
+            if workers.num_workers < 1 or (workers.cpus_per_worker or 1) < 1:
                 raise PLNLPError("--num-workers and --cpus-per-worker must be at least 1.")
             connect_ray(logging.INFO if verbose else logging.WARNING)
-            check_resources(workers)
+            check_resources(sized_workers(workers))
     except KeyboardInterrupt:
         stop(guard)
     return value

@@ -3,6 +3,7 @@ the local Ray a run starts. Each problem is one :class:`PLNLPError`
 sentence that names the address and the fix; every probe gives up within
 :data:`~components.recording.store.PROBE_TIMEOUT_S` seconds."""
 import contextlib
+import dataclasses
 import logging
 import os
 import socket
@@ -16,6 +17,7 @@ import ray
 from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
 from components.recording.store import PROBE_TIMEOUT_S, connection_detail
+from components.train.workers import WorkerGroup
 from plnlp_core.errors import PLNLPError, first_line
 
 GCS_PORT, CLIENT_PORT, DASHBOARD_PORT = 6379, 10001, 8265
@@ -51,6 +53,18 @@ def connect_ray(logging_level: int = logging.INFO) -> None:
         raise PLNLPError(f"the local Ray did not start ({first_line(error)}); run again once "
                          "the machine has CPU and memory to spare (a loaded machine delays "
                          "Ray's start), or set RAY_ADDRESS to a running cluster.") from error
+
+
+def sized_workers(workers: WorkerGroup) -> WorkerGroup:
+    """``workers``, holding the CPUs ``--cpus-per-worker`` left to the
+    cluster: a local Ray's CPUs shared among the workers (one worker trains
+    on the whole machine, as it would without Ray), one CPU each on a
+    cluster at ``RAY_ADDRESS``, whose nodes the run does not know."""
+    if workers.cpus_per_worker is not None:
+        return workers
+    local = os.environ.get("RAY_ADDRESS", "").strip() in ("", "local")
+    cpus = ray.cluster_resources().get("CPU", 1) // workers.num_workers if local else 1
+    return dataclasses.replace(workers, cpus_per_worker=max(1, int(cpus)))
 
 
 def start_local_ray(logging_level: int) -> None:

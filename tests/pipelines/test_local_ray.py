@@ -70,3 +70,17 @@ def test_the_workers_of_a_local_ray_know_its_address_and_the_driver_is_left_as_i
     assert done.returncode == 0, done.stderr
     gcs, task, actor, driver = done.stdout.split()[-4:]
     assert task == actor == gcs and driver == "-", done.stdout
+
+
+@pytest.mark.parametrize(("address", "asked", "workers", "held"), [
+    ("", None, 1, 8), ("local", None, 3, 2), ("", None, 16, 1),
+    ("head:6379", None, 1, 1), ("", 3, 1, 3), ("head:6379", 4, 2, 4)])
+def test_a_worker_holds_a_local_ray_s_cpus_and_one_on_a_cluster_unless_told(
+        monkeypatch, address, asked, workers, held):
+    from components.train.workers import WorkerGroup
+    from pipelines.runtime import ray_cluster
+
+    monkeypatch.setenv("RAY_ADDRESS", address)
+    monkeypatch.setattr(ray_cluster.ray, "cluster_resources", lambda: {"CPU": 8.0})
+    sized = ray_cluster.sized_workers(WorkerGroup(workers, asked))
+    assert (sized.num_workers, sized.cpus_per_worker) == (workers, held)

@@ -162,6 +162,7 @@ def test_real_ddi_smoke_preset_records_final_hits_20(ray_session, mlflow_store, 
     client, run, _ = only_run(mlflow_store, "plnlp-ddi")
     assert run.info.status == "FINISHED"
     assert run.data.params["encoder"] == "sage"
+    assert run.data.params["cpus_per_worker"] == "2"  # the local Ray's CPUs, all to one worker
     assert 0.0 < run.data.metrics["final/test_hits_20"] <= 1.0
     assert 0.0 < run.data.metrics["final/valid_hits_20"] <= 1.0
     losses = [m.value for m in client.get_metric_history(run.info.run_id, "train_loss")]
