@@ -1,5 +1,6 @@
 """Train -> MLflow: every epoch of a training run, logged as its reports
-reach Ray Train's controller or the run's training actor."""
+reach Ray Train's controller, the driver of a run's training actor, or a
+sweep trial's actor."""
 import time
 from collections import deque
 
@@ -15,9 +16,10 @@ Report = tuple[list[dict], int | None, int]
 
 class EpochLogger(ray.train.UserCallback):
     """Logs each epoch to an MLflow run once the report that carries it has
-    reached the callbacks (Ray Train's controller, or a run's own training
-    actor), stamped with the time the epoch ended. A report lost with a
-    dying worker is never logged: the restarted worker reports again the
+    reached the callbacks (Ray Train's controller, the driver that relays a
+    run's training actor's reports, or a sweep trial's own actor), stamped
+    with the time the epoch ended. A report lost with a dying worker is
+    never logged: the restarted worker reports again the
     epochs after the checkpoint the controller holds, those of the
     checkpoint it goes on from and those it trains again. Epochs MLflow
     already holds (a run that goes on with ``--resume``, or epochs reported
