@@ -166,8 +166,9 @@ def new_actor(workers: WorkerGroup, cpus: int | None = None) -> ray.actor.ActorH
     """A :class:`TrainingActor` holding one worker's GPU share and its CPUs
     (or ``cpus`` of them)."""
     resources = actor_resources(workers)
-    return TrainingActor.options(**{**resources, "num_cpus": resources["num_cpus"]
-                                    if cpus is None else cpus}).remote()
+    if cpus is not None:
+        resources["num_cpus"] = cpus
+    return TrainingActor.options(**resources).remote()
 
 
 def actor_resources(workers: WorkerGroup) -> dict[str, float]:
