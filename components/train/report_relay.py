@@ -46,8 +46,9 @@ class ReportQueue:
         with self._changed:
             self._changed.wait_for(lambda: self._closed or self._taken + len(self._reports) > count,
                                    timeout)
-            del self._reports[:count - self._taken]
-            self._taken = max(self._taken, count)
+            if count > self._taken:  # a request never asks again for what it was given
+                del self._reports[:count - self._taken]
+                self._taken = count
             return list(self._reports), self._closed
 
 

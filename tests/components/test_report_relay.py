@@ -23,6 +23,8 @@ def test_the_queue_gives_what_came_after_the_reports_taken_and_forgets_those():
     assert queue.after(2, 0.0) == ([({"epoch": 3}, "checkpoint-3")], False)
     assert len(queue._reports) == 1  # the first two were taken
     reported(queue, 4)
+    older = queue.after(1, 0.0)  # a count older than what was taken loses nothing untaken
+    assert [metrics["epoch"] for metrics, _ in older[0]] == [3, 4]
     queue.close()
     assert queue.after(3, 0.0) == ([({"epoch": 4}, "checkpoint-4")], True)
 
