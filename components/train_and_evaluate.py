@@ -12,11 +12,13 @@ from components.artifacts import DatasetArtifact, HeartArtifact, TrainArtifact, 
 from components.augment import augment
 from components.evaluate import log_final
 from components.heart import heart_stage
+from components.recording.dataset_inputs import log_dataset_inputs
 from components.recording.names import CHECKPOINTS_TAG
 from components.recording.reads import active_run_info, tracking_uri
 from components.recording.runs import tag_run, untag_run
 from components.recording.tracking import log_metrics, log_training
 from components.storage.location import Location
+from components.storage.split_inputs import split_inputs
 from components.train.stage import train
 from components.train.startup import DRIVER_MARKS, startup_phases
 from components.train.workers import WorkerGroup
@@ -72,9 +74,10 @@ def train_in_run(
     export: bool = False, stop: threading.Event | None = None,
     heart: HeartArtifact | None = None, label: str | None = None,
 ) -> TrainArtifact:
-    """Trains ``config`` in the active MLflow run, which records every
-    epoch, the best epoch, the timings, the best checkpoint and the learning
-    curve. Training checkpoints go to ``storage`` (see
+    """Trains ``config`` in the active MLflow run, which records its
+    splits as dataset inputs (see :mod:`components.recording.dataset_inputs`),
+    every epoch, the best epoch, the timings, the best checkpoint and the
+    learning curve. Training checkpoints go to ``storage`` (see
     :func:`run_checkpoints`); with ``export``, the final metrics and the
     scorer too (see :func:`components.evaluate.log_final`), scored on
     ``heart``'s negatives too.
@@ -88,6 +91,7 @@ def train_in_run(
     each epoch's console line. The caller has checked ``config`` against the
     graph (``validate_graph``)."""
     run = active_run_info()
+    log_dataset_inputs(split_inputs(dataset.directory, dataset.meta))
     start = time.perf_counter()
     trained = train(dataset, walks, config, storage, workers, tracking_uri(), run.run_id,
                     max_failures, callbacks, decision_epochs, export, stop, heart, label)
