@@ -37,6 +37,7 @@ class PLNLPConfig(CheckedSettings):
     embedding_dim: int = 256
     embedding_init: str = "xavier"
     input_dropout: float = 0.0
+    input_projection: int | None = None  # None: the node input itself
     hidden_channels: int = 256
     encoder_layers: int = 2
     dropout: float = 0.0

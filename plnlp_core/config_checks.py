@@ -82,7 +82,8 @@ def check_settings(config: "CheckedSettings", info: DatasetInfo) -> None:
     for key in ("embedding_dim", "hidden_channels", "encoder_layers", "predictor_hidden",
                 "predictor_layers", "num_neg", "epochs", "batch_size", "eval_every",
                 "eval_batch_size", "walk_rounds", "max_batches_per_epoch",
-                "checkpoint_every", "candidate_pool", "generator_dim", "diffusion_hops"):
+                "checkpoint_every", "candidate_pool", "generator_dim", "diffusion_hops",
+                "input_projection"):
         if getattr(config, key) is not None and getattr(config, key) < 1:
             raise PLNLPError(f"{key} must be at least 1, got {getattr(config, key)}.")
     if config.feature_categories is not None and config.feature_categories < 2:
@@ -302,13 +303,15 @@ def check_graph(config: "CheckedSettings", num_nodes: int,
 
 def check_against_dataset(config: "CheckedSettings", info: DatasetInfo) -> None:
     feature_size = info.feature_dim if config.feature_categories is None else config.embedding_dim
-    input_size = (config.embedding_dim * (config.node_input != "features")
-                  + feature_size * (config.node_input != "embedding"))
+    input_size = config.input_projection or (
+        config.embedding_dim * (config.node_input != "features")
+        + feature_size * (config.node_input != "embedding"))
     if config.encoder in WEIGHT_FREE_ENCODERS and input_size != config.hidden_channels:
         raise PLNLPError(
             f"encoder {config.encoder} has no weights, so the node input's size ({input_size}) "
             f"must equal hidden_channels ({config.hidden_channels}); set embedding_dim to "
-            f"{config.hidden_channels} with node_input=embedding."
+            f"{config.hidden_channels} with node_input=embedding, or input_projection to "
+            f"{config.hidden_channels}."
         )
     if (config.encoder_initial_residual and config.encoder != "none"
             and input_size != config.hidden_channels):

@@ -2,6 +2,7 @@ import torch
 from torch import Tensor, nn
 
 from plnlp_core.errors import PLNLPError
+from plnlp_core.nn.input_projection import InputProjection
 
 
 class NodeInput(nn.Module):
@@ -26,6 +27,12 @@ class NodeInput(nn.Module):
     (:math:`F = 1`); see :func:`category_index`. NCN embeds ogbl-ppa's
     species this way (the argmax of its 58 one-hot features).
 
+    With ``projection`` :math:`P` the dropped-out input is mapped linearly
+    to :math:`P` channels, :math:`\mathbf{h}^{(0)}_i = \mathbf{W}\,
+    \mathrm{drop}_p(\mathbf{e}_i \| \mathbf{x}_i) + \mathbf{b}` (NCN's
+    input layer before weight-free propagation), the features' part from
+    their non-zero entries alone (:class:`InputProjection`).
+
     Args:
         kind (str): ``"embedding"``, ``"features"`` or ``"both"``.
         num_nodes (int): Number of nodes.
@@ -38,6 +45,8 @@ class NodeInput(nn.Module):
         sparse (bool): The node embedding's gradients are sparse, its rows
             a step read alone (neighbour-sampled training, updated by
             :class:`~plnlp_core.sparse_adam.RowAdam`). (default: ``False``)
+        projection (int, optional): Map the input linearly to this many
+            channels. (default: ``None``: the input itself)
 
     Shapes:
         - **input:** node features :math:`(N, F)` or ``None``
@@ -46,7 +55,8 @@ class NodeInput(nn.Module):
 
     def __init__(self, kind: str, num_nodes: int, embedding_dim: int, feature_dim: int,
                  init: str = "xavier", dropout: float = 0.0,
-                 num_categories: int | None = None, sparse: bool = False) -> None:
+                 num_categories: int | None = None, sparse: bool = False,
+                 projection: int | None = None) -> None:
         super().__init__()
         self.kind = kind
         self.init = init
@@ -63,9 +73,20 @@ class NodeInput(nn.Module):
             self.categories = nn.Embedding(num_categories, embedding_dim)
             feature_dim = embedding_dim
         self.out_channels = embedding_dim * self.use_embedding + feature_dim * self.use_features
+        self.feature_projection = self.embedding_projection = None
+        if projection is not None:
+            self.out_channels = projection
+            if self.use_features:
+                self.feature_projection = InputProjection(feature_dim, projection, dropout)
+            if self.use_embedding:
+                self.embedding_projection = nn.Linear(embedding_dim, projection,
+                                                      bias=not self.use_features)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        for projection in (self.feature_projection, self.embedding_projection):
+            if projection is not None:
+                projection.reset_parameters()
         for embedding in (self.embedding, self.categories):
             if embedding is None:
                 continue
@@ -85,14 +106,30 @@ class NodeInput(nn.Module):
                 x = x.index_select(0, nodes.to(x.device)).to(nodes.device, non_blocking=True)
             parts.append(x if self.categories is None else
                          self.categories(category_index(x, self.categories.num_embeddings)))
+        if self.projected:
+            return self._project(parts)
         h = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
         return nn.functional.dropout(h, self.dropout, self.training)
+
+    @property
+    def projected(self) -> bool:
+        return self.feature_projection is not None or self.embedding_projection is not None
+
+    def _project(self, parts: list[Tensor]) -> Tensor:
+        r""":math:`\mathbf{W} \mathrm{drop}_p(\mathbf{e} \| \mathbf{x}) + \mathbf{b}`,
+        one block of :math:`\mathbf{W}` a part."""
+        out = self.feature_projection(parts[-1]) if self.use_features else 0
+        if self.use_embedding:
+            dropped = nn.functional.dropout(parts[0], self.dropout, self.training)
+            out = out + self.embedding_projection(dropped)
+        return out
 
     def __repr__(self) -> str:
         categories = "" if self.categories is None else \
             f", num_categories={self.categories.num_embeddings}"
+        projected = ", projected" if self.projected else ""
         return (f"NodeInput({self.kind}, out_channels={self.out_channels}, init={self.init}, "
-                f"dropout={self.dropout}{categories})")
+                f"dropout={self.dropout}{categories}{projected})")
 
 
 def category_index(x: Tensor, num_categories: int) -> Tensor:
