@@ -77,16 +77,17 @@ class ReportRelay:
             self._pass_on(reports)
         return ray.get(training)
 
-    def flush(self, timeout: float) -> None:
+    def flush(self, timeout: float) -> bool:
         """Relays the reports made so far, waiting at most ``timeout``
         seconds for the actor to answer (an interrupted run's, before the
-        actor is ended)."""
+        actor is ended); whether it answered."""
         try:
             reports, _ = ray.get(self.actor.reports_after.remote(self.relayed, 0.0),
                                  timeout=timeout)
         except ray.exceptions.RayError:  # it died, or did not answer: nothing more to relay
-            return
+            return False
         self._pass_on(reports)
+        return True
 
     def _pass_on(self, reports: list[Report]) -> None:
         for metrics, checkpoint in reports:

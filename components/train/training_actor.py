@@ -17,6 +17,7 @@ training code (9 s of 12 on a slow 2-core day, against half a second for
 an empty actor): :func:`training_actor_started` lets a run start it first,
 so that those imports go on while the driver opens the MLflow run and
 runs the stages before training."""
+import functools
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ import ray
 import ray.train
 from ray.util.placement_group import placement_group, remove_placement_group
 
+from components.ray_cleanup import UNDELIVERED_NOTE, cleaned_up, ray_answers
 from components.recording.epoch_logger import EpochLogger
 from components.storage.location import Location
 from components.train.report_relay import Report, ReportQueue, ReportRelay
@@ -41,6 +43,10 @@ INTERRUPT_DELIVERY_S = 15.0
 """Seconds an interrupted driver gives the epochs its actor reported to
 reach MLflow (well within the 30 s a Kubernetes pod gets between SIGTERM and
 SIGKILL)."""
+
+ACTOR_ANSWER_S = 2.0
+"""Seconds an interrupted driver waits for its actor's last reports: a live
+actor answers at once; one that ended with the driver's process group never does."""
 
 
 # The driver starts a new one, from the newest checkpoint; two threads, so
@@ -73,11 +79,13 @@ def fit_training_actor(loop_config: dict, workers: WorkerGroup, folder: Location
     hands its reports to ``callbacks`` here; returns the path of the newest
     checkpoint. An actor that dies is replaced up to ``max_failures``
     times; an error the training raises ends the run at once, as its cause
-    (it would happen again)."""
+    (it would happen again). An interrupt first delivers the reports the
+    actor holds (:func:`delivered_before_the_end`), then ends the actor
+    within :data:`~components.ray_cleanup.CLEANUP_CALL_S`."""
     restarts = 0
     while True:
         actor, unreserved = _STARTED.pop(workers, None) or (new_actor(workers), False)
-        relay = ReportRelay(actor, callbacks)
+        relay, interrupted = ReportRelay(actor, callbacks), False
         try:
             with cpus_reserved(workers.cpus_per_worker if unreserved else 0):
                 return relay.follow(actor.train.remote(loop_config, folder,
@@ -91,18 +99,25 @@ def fit_training_actor(loop_config: dict, workers: WorkerGroup, folder: Location
                   flush=True)
         except ray.exceptions.RayTaskError as error:
             raise remote_cause(error) from None
-        except KeyboardInterrupt:
-            delivered_before_the_end(relay, callbacks)
+        except KeyboardInterrupt as interrupt:
+            interrupted = True
+            delivered_before_the_end(relay, callbacks, interrupt)
             raise
         finally:
-            ray.kill(actor, no_restart=True)
+            ended = functools.partial(ray.kill, actor, no_restart=True)
+            cleaned_up(ended) if interrupted else ended()
 
 
-def delivered_before_the_end(relay: ReportRelay, callbacks: list[ray.train.UserCallback]) -> None:
+def delivered_before_the_end(relay: ReportRelay, callbacks: list[ray.train.UserCallback],
+                             interrupt: KeyboardInterrupt) -> None:
     """Gives an interrupted run :data:`INTERRUPT_DELIVERY_S` to put the
-    epochs its actor printed into MLflow before the actor is ended."""
+    epochs its actor printed into MLflow before the actor is ended. An
+    actor that cannot be reached within :data:`ACTOR_ANSWER_S` (Ray ended
+    with the driver, or an earlier clean-up call went unanswered) is named
+    on ``interrupt``, as a note for the command's closing line."""
     deadline = time.monotonic() + INTERRUPT_DELIVERY_S
-    relay.flush(INTERRUPT_DELIVERY_S)
+    if not (ray_answers() and relay.flush(ACTOR_ANSWER_S)):
+        interrupt.add_note(UNDELIVERED_NOTE)
     for logger in callbacks:
         if isinstance(logger, EpochLogger):
             logger.wait(max(0.0, deadline - time.monotonic()))
@@ -134,10 +149,12 @@ def training_actor_started(workers: WorkerGroup) -> Iterator[None]:
         _STARTED[workers] = (new_actor(workers, cpus=0), True)
     try:
         yield
-    finally:
-        unused = _STARTED.pop(workers, None)
-        if unused is not None:
-            ray.kill(unused[0], no_restart=True)
+    except KeyboardInterrupt:
+        if (unused := _STARTED.pop(workers, None)) is not None:
+            cleaned_up(functools.partial(ray.kill, unused[0], no_restart=True))
+        raise
+    if (unused := _STARTED.pop(workers, None)) is not None:
+        ray.kill(unused[0], no_restart=True)
 
 
 def fits_beside_a_stage(workers: WorkerGroup) -> bool:
@@ -158,8 +175,13 @@ def cpus_reserved(count: int) -> Iterator[None]:
     try:
         ray.get(group.ready())  # the stages before training have ended: at once
         yield
-    finally:
+    except KeyboardInterrupt:
+        cleaned_up(functools.partial(remove_placement_group, group))
+        raise
+    except BaseException:
         remove_placement_group(group)
+        raise
+    remove_placement_group(group)
 
 
 def new_actor(workers: WorkerGroup, cpus: int | None = None) -> ray.actor.ActorHandle:

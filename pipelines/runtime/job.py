@@ -38,6 +38,7 @@ from components.train.workers import WorkerGroup
 from pipelines.runtime.home_folder import keep_home_clean
 from pipelines.runtime.interrupts import SignalGuard, stop
 from pipelines.runtime.ray_cluster import connect_ray, sized_workers
+from pipelines.runtime.ray_watch import ray_watched
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import cache_dir
 from plnlp_core.errors import PLNLPError, first_line, without_credentials
@@ -78,8 +79,8 @@ def start_services(validate: Callable[[], T], workers: WorkerGroup, verbose: boo
                 raise PLNLPError("--num-workers and --cpus-per-worker must be at least 1.")
             connect_ray(logging.INFO if verbose else logging.WARNING)
             check_resources(sized_workers(workers))
-    except KeyboardInterrupt:
-        stop(guard)
+    except KeyboardInterrupt as interrupt:
+        stop(guard, interrupt)
     return value
 
 
@@ -121,7 +122,8 @@ def execute(
     job's result, or ``None`` after marking the run FAILED with the reason
     (printed after the error's traceback when ``verbose``).
     A scratch ``work`` folder is removed afterwards unless ``work_dir``
-    names it. The run is tagged with this driver and its heartbeat, and
+    names it. A Ray that dies meanwhile ends the run FAILED (see
+    :mod:`pipelines.runtime.ray_watch`). The run is tagged with this driver and its heartbeat, and
     runs of ``experiment`` whose driver is gone are first marked FAILED
     (see :mod:`components.recording.driver_presence`). SIGINT or SIGTERM
     ends the run KILLED and exits 130 or 143 (see
@@ -138,14 +140,15 @@ def execute(
             run = start_run(run_id=run_id, run_name=None if run_id
                             else distinct_run_name(experiment_id, run_name))
             mark("mlflow_run")
-            with driver_heartbeat(run.info.run_id):
+            with driver_heartbeat(run.info.run_id), \
+                    ray_watched(run.info.run_id, lambda: guard.received is not None):
                 result = job(work)
             guard.raise_if_received()  # a library that swallowed the interrupt
             if run_id is not None:
                 clear_failure()  # the resumed run finished
             end_run()
-    except KeyboardInterrupt:
-        stop(guard)
+    except KeyboardInterrupt as interrupt:
+        stop(guard, interrupt)
     except Exception as error:  # the run is recorded as failed, then the error is shown
         reason = describe_failure(error)
         try:

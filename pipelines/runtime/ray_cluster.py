@@ -193,18 +193,43 @@ def _check_gcs(address: str, host: str, port: int) -> None:
     if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
         _check_reachable(address, host, port)  # the TLS handshake is Ray's to do
         return
-    token = ray_auth_token()
-    if _auth_mode() == "token" and token is None:
+    if _auth_mode() == "token" and ray_auth_token() is None:
         raise PLNLPError(f"RAY_AUTH_MODE=token but no Ray token is set to connect to "
                          f"{address}; {TOKEN_FIX}.")
-    metadata = [("authorization", f"Bearer {token}")] if token and _auth_mode() != "off" else []
+    try:
+        _ask_cluster_id(host, port, PROBE_TIMEOUT_S)
+    except grpc.RpcError as error:
+        raise _gcs_problem(address, error, bool(_token_metadata())) from error
+
+
+def gcs_answers(address: str, timeout_s: float = 1.0) -> bool:
+    """Whether the GCS at ``address`` (``host:port``, as
+    ``ray.get_runtime_context().gcs_address`` gives it) answers within
+    ``timeout_s``: a GCS that was killed refuses at once, a lost head node
+    stays silent. Any answer, a refusal of the token included, is a GCS
+    that runs."""
+    host, _, port = address.rpartition(":")
+    try:
+        _ask_cluster_id(host, int(port), timeout_s)
+    except grpc.RpcError as error:
+        return error.code() not in (grpc.StatusCode.UNAVAILABLE,
+                                    grpc.StatusCode.DEADLINE_EXCEEDED)
+    return True
+
+
+def _ask_cluster_id(host: str, port: int, timeout_s: float) -> None:
+    """One ``GetClusterId`` request to the GCS at ``host:port``; raises
+    ``grpc.RpcError`` unless it answers."""
     with grpc.insecure_channel(f"{_loopback_as_ray_does(host)}:{port}") as channel:
         stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
-        try:
-            stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=PROBE_TIMEOUT_S,
-                              metadata=metadata)
-        except grpc.RpcError as error:
-            raise _gcs_problem(address, error, bool(metadata)) from error
+        stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=timeout_s,
+                          metadata=_token_metadata())
+
+
+def _token_metadata() -> list[tuple[str, str]]:
+    """The ``authorization`` header ``ray.init`` would send, if any."""
+    token = ray_auth_token()
+    return [("authorization", f"Bearer {token}")] if token and _auth_mode() != "off" else []
 
 
 def _gcs_problem(address: str, error: grpc.RpcError, sent_token: bool) -> PLNLPError:

@@ -507,6 +507,17 @@ ENTRIES: dict[str, Entry] = {
     "store-away": Entry("error: the object store did not answer for over ", 1, "FAILED",
                         "test_a_store_away_past_its_patience_fails_the_run_and_resume_"
                         "finishes_it"),
+    "interrupted-with-ray": Entry(
+        "the epochs printed after those logged were not delivered: Ray ended with the driver; "
+        "go on with: python pipelines/run.py --resume ", 143, "KILLED",
+        "test_sigterm_to_the_whole_process_group_kills_the_run_within_seconds"),
+    "interrupted-sweep-with-ray": Entry(
+        "ended; the epochs printed after those logged were not delivered: Ray ended with the "
+        "driver; go on with --resume ", 143, "KILLED",
+        "test_sigterm_to_a_sweep_s_whole_process_group_kills_its_runs_within_seconds"),
+    "ray-gone": failure("error: the local Ray's GCS stopped answering during the run (Ray ended "
+                        "under the driver)",
+                        "test_a_ray_that_dies_under_the_run_fails_it_with_one_sentence"),
     "interrupted-before-run": Entry("stopped the job and Ray was shut down (no MLflow run had "
                                     "started)", 130, "none",
                                     "test_an_interrupt_before_the_run_records_nothing"),
@@ -1660,6 +1671,137 @@ def test_sigterm_to_the_driver_during_training_kills_the_run_with_the_epoch_reac
         killed.info.run_id, "train_loss")]
     assert sorted(steps) == list(range(1, max(steps) + 1)) and max(steps) >= printed > 1
     assert f"logged through epoch {max(steps)};" in err[0]
+
+def own_lines(log: Path) -> list[str]:
+    """The command's own lines of ``log``: not its Ray workers' (``pid=``)."""
+    return [line for line in log.read_text().splitlines() if "pid=" not in line]
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_whole_process_group_kills_the_run_within_seconds(ddi_root, tmp_path):
+    """``timeout``, Slurm, systemd and Kubernetes signal the whole group: the
+    local Ray (GCS, raylet, the training actor) ends with the driver, so no
+    Ray call answers the clean-up. The run is KILLED at once from what the
+    driver holds, the epochs it had relayed are in MLflow, and the process
+    exits 143 within 10 s with one line that names what was lost."""
+    argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=200",
+                                        "max_batches_per_epoch=2", "checkpoint_every=1")
+    with process_group(argv, env, tmp_path, tmp_path / "run.log") as process:
+        wait_for_a_logged_epoch(process, database, tmp_path / "run.log")
+        os.killpg(process.pid, signal.SIGTERM)
+        signalled = time.monotonic()
+        code = process.wait(timeout=60)
+        took = time.monotonic() - signalled
+    lines = own_lines(tmp_path / "run.log")
+    assert not any("Traceback" in line or "GCS" in line for line in lines), lines[-20:]
+    line = assert_refused("interrupted-with-ray", code, "\n".join(lines),
+                          "test_sigterm_to_the_whole_process_group_kills_the_run_within_seconds")
+    assert took <= 10, f"the group's SIGTERM took {took:.1f} s to end the command"
+    killed = only_run(f"sqlite:///{database}")
+    assert killed.info.status == "KILLED"
+    assert killed.data.tags[FAILURE_TAG] == "interrupted by SIGTERM"
+    assert int(killed.data.tags[INTERRUPTED_TAG]) >= 1
+    steps = sorted(m.step for m in MlflowClient(f"sqlite:///{database}").get_metric_history(
+        killed.info.run_id, "train_loss"))
+    assert steps == list(range(1, len(steps) + 1)) and steps
+    assert f"logged through epoch {steps[-1]};" in line
+
+
+@pytest.mark.slow
+def test_sigterm_to_a_sweep_s_whole_process_group_kills_its_runs_within_seconds(
+        ddi_root, tmp_path):
+    """The same for ``pipelines/tune.py``: Ray Tune's loop waits on the gone
+    Ray, so the signal's own marking stands: the sweep's run and its
+    running trials KILLED, exit 143 within 10 s, one line."""
+    database = tmp_path / "mlflow.db"
+    env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=f"sqlite:///{database}")
+    space = tmp_path / "space.yaml"
+    space.write_text("preset: smoke\nmetric: valid_hits_20\nsearch: grid\n"
+                     "space:\n  lr: {grid: [0.01, 0.02]}\n")
+    argv = [sys.executable, str(REPO_ROOT / "pipelines" / "tune.py"), "--dataset", "ddi",
+            "--space", str(space), "--data-root", str(ddi_root), "--set", "epochs=200",
+            "--set", "max_batches_per_epoch=2"]
+    with process_group(argv, env, tmp_path, tmp_path / "sweep.log") as process:
+        wait_for_a_logged_epoch(process, database, tmp_path / "sweep.log", within_s=240)
+        os.killpg(process.pid, signal.SIGTERM)
+        signalled = time.monotonic()
+        code = process.wait(timeout=60)
+        took = time.monotonic() - signalled
+    lines = own_lines(tmp_path / "sweep.log")
+    assert not any("Traceback" in line or "GCS" in line for line in lines), lines[-20:]
+    assert_refused("interrupted-sweep-with-ray", code, "\n".join(lines),
+                   "test_sigterm_to_a_sweep_s_whole_process_group_kills_its_runs_within_seconds")
+    assert took <= 10, f"the group's SIGTERM took {took:.1f} s to end the command"
+    client = MlflowClient(f"sqlite:///{database}")
+    runs = client.search_runs([client.get_experiment_by_name("plnlp-ddi-tune").experiment_id])
+    assert runs and {r.info.status for r in runs} == {"KILLED"}, \
+        {r.info.run_name: r.info.status for r in runs}
+    assert all(r.data.tags[FAILURE_TAG] == "interrupted by SIGTERM" for r in runs)
+
+
+@pytest.mark.slow
+def test_a_ray_that_dies_under_the_run_fails_it_with_one_sentence(ddi_root, tmp_path):
+    """The local Ray's GCS killed alone during training: every Ray call of
+    the driver would block until Ray's core worker ended it 60 s later, its
+    run left RUNNING. The run is FAILED with one sentence within seconds."""
+    import psutil
+
+    argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=200",
+                                        "max_batches_per_epoch=2", "checkpoint_every=1")
+    with process_group(argv, env, tmp_path, tmp_path / "run.log") as process:
+        wait_for_a_logged_epoch(process, database, tmp_path / "run.log")
+        gcs = [child for child in psutil.Process(process.pid).children(recursive=True)
+               if child.name() == "gcs_server"]
+        assert len(gcs) == 1
+        gcs[0].kill()
+        killed = time.monotonic()
+        code = process.wait(timeout=60)
+        took = time.monotonic() - killed
+    lines = own_lines(tmp_path / "run.log")
+    assert took <= 15, f"the driver took {took:.1f} s to notice"
+    assert_refused("ray-gone", code, "\n".join(lines),
+                   "test_a_ray_that_dies_under_the_run_fails_it_with_one_sentence")
+    failed = only_run(f"sqlite:///{database}")
+    assert failed.info.status == "FAILED"
+    assert failed.data.tags[FAILURE_TAG].startswith("the local Ray's GCS stopped answering")
+    assert failed.data.tags[FAILURE_TAG].endswith(f"--resume {failed.info.run_id}")
+
+
+SECOND_SIGNAL = """
+import os, signal, sys, time
+sys.path.insert(0, sys.argv[1])
+import mlflow, ray
+from pipelines.runtime import job
+
+def shutdown_that_waits():
+    os.kill(os.getpid(), signal.SIGINT)  # a second signal during the clean-up
+    time.sleep(30)
+
+ray.shutdown = shutdown_that_waits
+def job_(work):
+    mlflow.log_metric("train_loss", 1.0, step=1)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
+job.execute("second", "run", None, job_)
+"""
+
+
+def test_a_second_signal_during_the_clean_up_ends_the_process_at_once(tmp_path):
+    """The first signal's clean-up waits on Ray; a second ends the process
+    at once (128 + its number) with the run already marked KILLED."""
+    database = tmp_path / "mlflow.db"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{database}",
+           "PLNLP_CACHE_DIR": str(tmp_path / "cache")}
+    started = time.monotonic()
+    ended = subprocess.run([sys.executable, "-c", SECOND_SIGNAL, str(REPO_ROOT)], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert ended.returncode == 130, ended.stderr[-3000:]
+    assert time.monotonic() - started < 30  # not the 30 s the clean-up would wait
+    lines = [line for line in ended.stderr.splitlines() if line.startswith("interrupted:")]
+    assert len(lines) == 1 and "KILLED at epoch 1, logged through epoch 1" in lines[0], lines
+    run = only_run(f"sqlite:///{database}", "second")
+    assert run.info.status == "KILLED" and run.data.tags[FAILURE_TAG] == "interrupted by SIGTERM"
+
 
 # Two runs at once ---------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ def run_local(arguments: dict[str, object], pipeline_root: Path) -> dict[str, fl
     here for the run (one start instead of one per step)."""
     import ray
 
+    from components.ray_cleanup import cleaned_up
     from pipelines.runtime.ray_cluster import connect_ray
 
     local.init(runner=local.SubprocessRunner(use_venv=False),
@@ -34,7 +35,11 @@ def run_local(arguments: dict[str, object], pipeline_root: Path) -> dict[str, fl
             with warnings.catch_warnings():  # the image's name, the GPU limit: no matter here
                 warnings.filterwarnings("ignore", "You may be attemping", RuntimeWarning)
                 warnings.filterwarnings("ignore", ".*no effect in the current local runner")
-                return dict(build_pipeline(ClusterSettings())(**arguments).output.metadata)
-        finally:
+                outputs = dict(build_pipeline(ClusterSettings())(**arguments).output.metadata)
+        except KeyboardInterrupt:  # a Ray that ended with the process group never answers
             if started:
-                ray.shutdown()
+                cleaned_up(ray.shutdown)
+            raise
+        if started:
+            ray.shutdown()
+        return outputs
