@@ -131,6 +131,13 @@ def test_asha_stops_weak_trials_and_mlflow_records_the_sweep(
         assert epochs == list(range(1, last + 1))  # every evaluated epoch, each once
         assert ("final/test_hits_20" in child.data.metrics) == (stopped is None)
         best_by_child[child.info.run_id] = max(m.value for m in history)
+    splits = [{next(tag.value for tag in item.tags if tag.key == "mlflow.data.context"):
+               (item.dataset.name, item.dataset.digest)
+               for item in client.get_run(child.info.run_id).inputs.dataset_inputs}
+              for child in children]  # each trial records the splits it trained on: the same
+    assert sorted(splits[0]) == ["test", "training", "validation"]
+    assert all(trial == splits[0] for trial in splits)
+    assert {name for name, _ in splits[0].values()} == {"ogbl-ddi"}
     assert any("stopped_early" in c.data.tags for c in children)
     best = max(best_by_child.values())
     assert parent.data.metrics["best/valid_hits_20"] == pytest.approx(best)
