@@ -19,7 +19,8 @@ from components.storage.split_meta import META_FILE, DatasetMeta
 from components.storage.stage_cache import CacheEntry, cache_key, cached, local_entry, reuse
 from plnlp_core.data.datasets import DATASETS, DatasetInfo
 from plnlp_core.data.ogb_reader import load_ogb, split_type
-from plnlp_core.data.own_graph import GraphReport, load_own_graph
+from plnlp_core.data.own_graph import GraphReport, load_own_graph, parse_split
+from plnlp_core.data.planetoid import PLANETOID_FOLDER, load_planetoid
 from plnlp_core.data.publishing import publish
 from plnlp_core.errors import PLNLPError
 
@@ -143,6 +144,66 @@ def load_own_dataset(path: str, options: OwnGraphOptions,
         (scratch / REPORT_FILE).write_text(json.dumps(dataclasses.asdict(graph.report)))
 
     return _artifact(cached(cache_root, "load", own_load_inputs(path, options), write))
+
+
+@dataclass(frozen=True)
+class DrawnSplit:
+    """How a graph without a published split (Planetoid's) is split: its
+    ``split`` spec (``random:TRAIN,VALID,TEST``) and the seed of the split
+    and its negatives."""
+
+    split: str
+    split_seed: int
+
+
+@ray.remote(num_cpus=1, scheduling_strategy=ANYWHERE)
+def load_planetoid_dataset(dataset: str, drawn: DrawnSplit, data_root: Location,
+                           cache_root: Location) -> DatasetArtifact:
+    """Reads the Planetoid graph ``dataset`` from ``<data_root>/planetoid``
+    (see :func:`plnlp_core.data.planetoid.load_planetoid`: each raw file
+    checked against its published sha256 before PyG unpickles it) and
+    splits it as ``drawn`` says, into an entry of the stage cache at
+    ``cache_root``, or reuses the entry of the same files split the same way."""
+    info = DATASETS.get(dataset)
+    _, fractions = parse_split(drawn.split)
+
+    def write(scratch: Path) -> None:
+        root = data_root.local_path() if data_root.is_local else _planetoid_copy(info, data_root)
+        work = node_scratch_dir() / "planetoid" / cache_key("data", planetoid_inputs(
+            info, drawn, data_root))
+        write_split(load_planetoid(info, root, work, fractions, drawn.split_seed), scratch)
+
+    return _artifact(cached(cache_root, "load", planetoid_inputs(info, drawn, data_root), write))
+
+
+def loaded_planetoid_dataset(dataset: str, drawn: DrawnSplit, data_root: Location,
+                             cache_root: Location) -> DatasetArtifact | None:
+    """As :func:`loaded_dataset`, for :func:`load_planetoid_dataset`'s entry."""
+    return _artifact(reuse(cache_root, "load",
+                           planetoid_inputs(DATASETS.get(dataset), drawn, data_root)))
+
+
+def planetoid_inputs(info: DatasetInfo, drawn: DrawnSplit, data_root: Location) -> dict:
+    """What the ``load`` entry of a Planetoid graph is keyed on: its raw
+    folder's URI, the size and mtime of each raw file there, and the split."""
+    folder = data_root / PLANETOID_FOLDER / info.planetoid_name / "raw"
+    found = folder.files() if not data_root.is_local or folder.local_path().is_dir() else {}
+    files = {name: [file.size, file.mtime_ns] for name, file in sorted(found.items())}
+    return {"dataset": info.name, "folder": folder.uri, "files": files,
+            "drawn": dataclasses.asdict(drawn), "format": LOAD_FORMAT}
+
+
+def _planetoid_copy(info: DatasetInfo, data_root: Location) -> Path:
+    """This node's copy of ``<data_root>/planetoid/<Name>/raw`` in object storage."""
+    source = data_root / PLANETOID_FOLDER / info.planetoid_name / "raw"
+    sizes = {name: file.size for name, file in source.files().items()}
+    root = node_scratch_dir() / "datasets" / cache_key("planetoid", {"folder": source.uri,
+                                                                     "files": sizes})
+    raw = root / PLANETOID_FOLDER / info.planetoid_name / "raw"
+    if not raw.is_dir():
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        publish(raw, lambda scratch: _copy_checked(source, sizes, scratch))
+    return root
 
 
 def log_graph(dataset: DatasetArtifact) -> None:

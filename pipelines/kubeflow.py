@@ -125,7 +125,7 @@ def compiled_defaults(args: argparse.Namespace) -> dict[str, object]:
     dataset = args.dataset or "ddi"
     own_graph = dataset not in DATASETS.names  # its path, which need not be here
     presets_of = presets_file(dataset, own_graph)
-    preset = args.preset or default_preset(own_graph)
+    preset = args.preset or default_preset(own_graph, dataset=dataset)
     defaults = {"dataset": dataset, "preset": preset, "work_dir": args.work_dir or "",
                 "data_root": args.data_root or "", "yes": args.yes,
                 "gpus": args.num_workers if args.use_gpu else 0,

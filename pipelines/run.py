@@ -65,7 +65,9 @@ def pipeline(plan: RunPlan) -> dict[str, float]:
 def score(plan: RunPlan) -> dict[str, float]:
     """Loads the graph once, then scores it with a heuristic, or trains one
     seed, or ``--runs`` seeds as nested runs whose final metrics are
-    summarised as mean and std. A resumed run goes on with its unfinished
+    summarised as mean and std (a graph whose split is drawn, Planetoid's,
+    is split anew for each: split seed ``--split-seed + i`` for seed
+    ``seed + i``). A resumed run goes on with its unfinished
     seeds."""
     # Ray, MLflow and the stages load only once the arguments are valid.
     import ray
@@ -129,8 +131,14 @@ def score(plan: RunPlan) -> dict[str, float]:
             children[seeded.seed] = child.info.run_id
             if resumed is None:
                 log_config(seeded, extra)
-            finals.append(train_and_evaluate(dataset, seeded, request.workers, checkpoints,
-                                             request.max_failures, heart=heart))
+            drawn, drawn_heart = dataset, heart
+            if i and plan.source.info.draws_its_split:  # a new split a run, as NCN's code draws
+                graph = dataclasses.replace(request.graph,
+                                            split_seed=request.graph.split_seed + i)
+                drawn = load_stage(plan.source, graph, roots)
+                drawn_heart = heart_stage(drawn, plan.config, cpus)
+            finals.append(train_and_evaluate(drawn, seeded, request.workers, checkpoints,
+                                             request.max_failures, heart=drawn_heart))
             if resumed is not None:
                 clear_failure()
     summary = summary_metrics(finals)

@@ -66,6 +66,7 @@ NEGATIVE_MODES = ("shared", "independent")
 """``negatives``: one draw shared by a batch's positives, or one each."""
 
 DEFAULT_SPLIT = "random:0.85,0.05,0.10"
+NCN_SPLIT = "random:0.70,0.10,0.20"  # NCN/NCNC's split of a Planetoid graph, its default
 """How an edge list of one's own is split when ``--split`` is not given
 (the default of :func:`plnlp_core.data.own_graph.load_own_graph`)."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from components.train.workers import WorkerGroup
 from pipelines.planning.request import GraphFlags, RunRequest, SweepRequest
-from plnlp_core.choices import DEFAULT_SPLIT, HEURISTIC_CHOICES
+from plnlp_core.choices import DEFAULT_SPLIT, HEURISTIC_CHOICES, NCN_SPLIT
 from plnlp_core.data.datasets import DATASETS
 
 
@@ -163,10 +163,12 @@ def add_register_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def add_graph_args(parser: argparse.ArgumentParser) -> None:
-    """How a graph of one's own is read (unused for OGB datasets)."""
-    parser.add_argument("--split", default=DEFAULT_SPLIT,
-                        help="how an edge list is split: random:TRAIN,VALID,TEST or "
-                             f"time:TRAIN,VALID,TEST by its time column (default: {DEFAULT_SPLIT})")
+    """How a graph of one's own or a Planetoid graph is read (unused for OGB datasets)."""
+    parser.add_argument("--split",
+                        help="how an edge list or a Planetoid graph is split: "
+                             "random:TRAIN,VALID,TEST or time:TRAIN,VALID,TEST by an edge "
+                             f"list's time column (default: {DEFAULT_SPLIT}; a Planetoid "
+                             f"graph's: {NCN_SPLIT}, NCN/NCNC's)")
     parser.add_argument("--split-seed", type=int, default=0,
                         help="seeds the split and its evaluation negatives (default: 0)")
     parser.add_argument("--directed", action="store_true",

@@ -8,17 +8,23 @@ from pathlib import Path
 import yaml
 
 from plnlp_core.config import PLNLPConfig
+from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
 
 PRESETS_DIR = Path(__file__).resolve().parents[1] / "presets"
 NEEDS_GPU = "needs_gpu"
 OWN_PRESETS = "own"  # pipelines/presets/own.yaml: the presets of graphs of one's own
+PLANETOID_PRESETS = "planetoid"  # pipelines/presets/planetoid.yaml: Cora's, CiteSeer's, PubMed's
 
 
 def presets_file(dataset: str, own_graph: bool) -> str:
-    """The presets file of a run of ``dataset``: ``<dataset>.yaml``, or
-    ``own.yaml`` for a graph of one's own."""
-    return OWN_PRESETS if own_graph else dataset
+    """The presets file of a run of ``dataset``: ``<dataset>.yaml``,
+    ``planetoid.yaml`` for Planetoid's graphs, or ``own.yaml`` for a graph
+    of one's own."""
+    if own_graph:
+        return OWN_PRESETS
+    planetoid = dataset in DATASETS and DATASETS.get(dataset).family == "planetoid"
+    return PLANETOID_PRESETS if planetoid else dataset
 
 
 SAMPLED_FROM_EDGES = 250_000
@@ -28,20 +34,26 @@ edges (docs/method.md) and grows with the graph; the node level with
 neighbour sampling costs a step the same at any size."""
 
 
-def default_preset(own_graph: bool, num_edges: int | None = None) -> str:
+def default_preset(own_graph: bool, num_edges: int | None = None, features: bool = False,
+                   dataset: str = "") -> str:
     """The preset a run starts from unless told: ``paper`` for an OGB
-    dataset; for a graph of one's own, ``default`` (its edge level), or
-    ``sampled`` (the node level with neighbour sampling) from
+    dataset, ``default`` for a Planetoid graph; for a graph of one's own,
+    ``features`` where it has node features, else ``default`` (its edge
+    level), or ``sampled`` (the node level with neighbour sampling) from
     :data:`SAMPLED_FROM_EDGES` edges on."""
     if not own_graph:
-        return "paper"
-    return "sampled" if num_edges is not None and num_edges >= SAMPLED_FROM_EDGES \
-        else "default"
+        return "default" if presets_file(dataset, False) == PLANETOID_PRESETS else "paper"
+    if num_edges is not None and num_edges >= SAMPLED_FROM_EDGES:
+        return "sampled"
+    return "features" if features else "default"
 
 
-def preset_choice(num_edges: int) -> str:
+def preset_choice(num_edges: int, features: bool = False) -> str:
     """Why a graph of one's own of ``num_edges`` edges starts from the preset it does."""
-    chosen = default_preset(True, num_edges)
+    chosen = default_preset(True, num_edges, features)
+    if chosen == "features":
+        return (f"preset features: the graph has node features and {num_edges:,} edges, fewer "
+                f"than {SAMPLED_FROM_EDGES:,} (--preset chooses another)")
     side = "at least" if chosen == "sampled" else "fewer than"
     return (f"preset {chosen}: the graph has {num_edges:,} edges, {side} "
             f"{SAMPLED_FROM_EDGES:,} (the edge level below, the node level with neighbour "

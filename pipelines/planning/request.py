@@ -11,30 +11,39 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from components.train.workers import WorkerGroup
+from pipelines.planning.node_input import node_input_choice, with_node_input
 from pipelines.planning.presets import (
     default_preset,
     load_preset,
+    parse_overrides,
     preset_choice,
     presets_file,
+    read_mapping,
 )
 from pipelines.planning.sweep_space import Resources, SearchSpace
-from plnlp_core.choices import DEFAULT_SPLIT
+from plnlp_core.choices import DEFAULT_SPLIT, NCN_SPLIT
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DatasetInfo
 
 
 @dataclass(frozen=True)
 class GraphFlags:
-    """How a graph of one's own is read (unused for OGB datasets): its
-    ``split`` (``random:TRAIN,VALID,TEST`` or ``time:...``), the seed of the
-    split and of its negatives, whether it is ``directed``, a node features
-    file and the Hits@K cut-offs (``"20,50,100"``)."""
+    """How a graph of one's own or a Planetoid graph is read (unused for
+    OGB datasets): its ``split`` (``random:TRAIN,VALID,TEST`` or
+    ``time:...``; ``None``: the graph's default, :meth:`split_of`), the seed
+    of the split and of its negatives, whether it is ``directed``, a node
+    features file and the Hits@K cut-offs (``"20,50,100"``)."""
 
-    split: str = DEFAULT_SPLIT
+    split: str | None = None
     split_seed: int = 0
     directed: bool = False
     node_features: str | None = None
     hits_k: str = "20,50,100"
+
+    def split_of(self, info: DatasetInfo) -> str:
+        """``split``, else NCN/NCNC's 70/10/20 for a graph whose split is
+        drawn (Planetoid's), else :data:`~plnlp_core.choices.DEFAULT_SPLIT`."""
+        return self.split or (NCN_SPLIT if info.draws_its_split else DEFAULT_SPLIT)
 
 
 @dataclass(frozen=True)
@@ -150,12 +159,14 @@ class GraphSource:
     def default_preset(self) -> str:
         """``paper`` for an OGB dataset; for a graph of one's own
         ``default``, or ``sampled`` for a large one (:func:`default_preset`)."""
-        return default_preset(self.path is not None, self.num_edges)
+        return default_preset(self.path is not None, self.num_edges, self.info.feature_dim > 0,
+                              self.info.name)
 
     @property
     def preset_choice(self) -> str | None:
         """Why a graph of one's own starts from its default preset."""
-        return None if self.num_edges is None else preset_choice(self.num_edges)
+        return None if self.num_edges is None else preset_choice(self.num_edges,
+                                                                   self.info.feature_dim > 0)
 
     @property
     def label(self) -> str:
@@ -220,22 +231,36 @@ class RunPlan:
     def changed_settings(self) -> dict[str, object]:
         """The settings whose values differ from the preset's (by the
         config file, ``--set`` or ``--seed``)."""
-        preset = PLNLPConfig.from_mapping({**load_preset(self.source.presets, self.preset),
-                                           "dataset": self.source.info.name}).to_dict()
+        preset = PLNLPConfig.from_mapping(with_node_input(
+            {**load_preset(self.source.presets, self.preset), "dataset": self.source.info.name},
+            self.source.info)).to_dict()
         return {key: value for key, value in self.config.to_dict().items()
                 if preset.get(key) != value}
 
+    @property
+    def node_input_choice(self) -> str:
+        """Which node input the run trains on, and why (see
+        :func:`~pipelines.planning.node_input.node_input_choice`)."""
+        request = self.request
+        user = parse_overrides(request.overrides)
+        if request.config_file is not None:
+            user |= read_mapping(request.config_file, "config")
+        return node_input_choice(self.config.node_input, self.preset,
+                                 load_preset(self.source.presets, self.preset), user,
+                                 self.source.info)
+
     def params(self) -> dict[str, object]:
         """What a run logs beside its settings: the preset it started from
-        and its model, and, for PLNLP, the seeds, the restarts allowed and
-        the worker group (a heuristic is one CPU task)."""
+        and its model, and, for PLNLP, the seeds, the restarts allowed, the
+        worker group (a heuristic is one CPU task) and why it trains on its
+        node input."""
         chosen = {} if self.request.preset or self.source.preset_choice is None \
             else {"preset_choice": self.source.preset_choice}
         if self.model != "plnlp":
             return {"model": self.model, "preset": self.preset, **chosen}
         return {"model": self.model, "preset": self.preset, "runs": self.runs,
                 "max_failures": self.request.max_failures, **asdict(self.request.workers),
-                **chosen}
+                **chosen, "node_input_choice": self.node_input_choice}
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ and torch, imported only for one)."""
 import sys
 from pathlib import Path
 
+from pipelines.planning.node_input import with_node_input
 from pipelines.planning.presets import (
     load_preset,
     parse_overrides,
@@ -16,7 +17,7 @@ from pipelines.planning.presets import (
     read_mapping,
 )
 from pipelines.planning.request import GraphFlags, GraphSource, RunPlan, RunRequest
-from plnlp_core.choices import HEURISTIC_CHOICES
+from plnlp_core.choices import DEFAULT_SPLIT, HEURISTIC_CHOICES, NCN_SPLIT
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
@@ -38,6 +39,8 @@ def plan_run(request: RunRequest) -> RunPlan:
     if request.preset is None and source.preset_choice is not None:
         print(source.preset_choice, flush=True)
     if request.model == "plnlp":
+        print(plan.node_input_choice, flush=True)
+    if request.model == "plnlp":
         confirm_cpu_run(plan)
     return plan
 
@@ -56,7 +59,10 @@ def graph_source(dataset: str, graph: GraphFlags) -> GraphSource:
     """The OGB dataset ``dataset`` names, or the graph of one's own at that
     path, described from its files' headers."""
     if dataset in DATASETS:
-        return GraphSource(DATASETS.get(dataset))
+        info = DATASETS.get(dataset)
+        if info.draws_its_split:
+            check_drawn_split(graph.split_of(info), dataset)
+        return GraphSource(info)
     path = Path(dataset)
     if not (path.is_dir() or path.suffix.lower() in (".csv", ".parquet")):
         raise PLNLPError(f"unknown dataset {dataset!r}; choose one of: "
@@ -64,9 +70,19 @@ def graph_source(dataset: str, graph: GraphFlags) -> GraphSource:
                          "(.csv or .parquet) or of a split folder.")
     from plnlp_core.data.own_graph import count_edges, describe_own_graph, parse_split
 
-    parse_split(graph.split)
+    parse_split(graph.split or DEFAULT_SPLIT)
     info = describe_own_graph(path, graph.directed, graph.node_features, cut_offs(graph.hits_k))
     return GraphSource(info, path, count_edges(path))
+
+
+def check_drawn_split(spec: str, dataset: str) -> None:
+    """Refuses a split of a Planetoid graph that does not parse or is not
+    random (its edges have no times)."""
+    from plnlp_core.data.own_graph import parse_split
+
+    if parse_split(spec)[0] != "random":
+        raise PLNLPError(f"--split {spec} splits by time, and {dataset}'s edges have none; give "
+                         f"random:TRAIN,VALID,TEST, e.g. {NCN_SPLIT}.")
 
 
 def cut_offs(text: str) -> tuple[int, ...]:
@@ -86,11 +102,8 @@ def resolve_config(request: RunRequest, source: GraphSource) -> PLNLPConfig:
     validated against the graph."""
     settings = load_preset(source.presets, request.preset or source.default_preset)
     settings["dataset"] = source.info.name
-    if request.config_file is not None:
-        settings.update(read_mapping(request.config_file, "config"))
-    settings.update(parse_overrides(request.overrides))
-    if request.seed is not None:
-        settings["seed"] = request.seed
+    settings.update(user_settings(request))
+    settings = with_node_input(settings, source.info)
     if settings["dataset"] != source.info.name:
         raise PLNLPError(f"the config names dataset {settings['dataset']!r} but --dataset is "
                          f"{request.dataset!r}; choose one with --dataset.")
@@ -101,6 +114,15 @@ def resolve_config(request: RunRequest, source: GraphSource) -> PLNLPConfig:
     if request.max_failures < 0:
         raise PLNLPError(f"--max-failures must be 0 or more, got {request.max_failures}.")
     return config
+
+
+def user_settings(request: RunRequest) -> dict[str, object]:
+    """The settings the config file, ``--set`` and ``--seed`` give, in that order."""
+    settings = read_mapping(request.config_file, "config") if request.config_file else {}
+    settings.update(parse_overrides(request.overrides))
+    if request.seed is not None:
+        settings["seed"] = request.seed
+    return settings
 
 
 def confirm_cpu_run(plan: RunPlan) -> None:

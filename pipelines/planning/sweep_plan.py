@@ -18,6 +18,7 @@ from components.recording.names import (
     TUNE_STATE_TAG,
     WORK_DIR_TAG,
 )
+from pipelines.planning.node_input import with_node_input
 from pipelines.planning.presets import load_preset, parse_overrides, read_mapping
 from pipelines.planning.request import GraphSource, SweepPlan, SweepRequest
 from pipelines.planning.run_plan import graph_source
@@ -36,7 +37,8 @@ def read_space(request: SweepRequest, source: GraphSource) -> SearchSpace:
     """The ``--space`` file with the command line's settings on top."""
     data = read_mapping(request.space, "search space")
     preset = data.get("preset", source.default_preset)
-    settings = {**load_preset(source.presets, preset), **parse_overrides(request.overrides)}
+    settings = with_node_input({**load_preset(source.presets, preset),
+                                **parse_overrides(request.overrides)}, source.info)
     base = PLNLPConfig.from_mapping({**settings, "dataset": source.info.name})
     counts = {"num_samples": request.num_samples, "max_concurrent": request.max_concurrent}
     data.update({key: value for key, value in counts.items() if value is not None})

@@ -172,6 +172,8 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
     lines = ["", f"run {run.info.run_name} finished"]
     if best is not None:
         lines.append(f"  best epoch     {int(best)} (by valid_{main_metric})")
+    if "node_input_choice" in run.data.params:
+        lines.append(f"  {run.data.params['node_input_choice']}")
     startup = describe_startup(metrics)
     if startup is not None:
         lines.append(f"  start          {startup}")

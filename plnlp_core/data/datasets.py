@@ -32,10 +32,23 @@ class DatasetInfo:
     edge_weights: bool = False
     edge_years: bool = False
     hits_k: tuple[int, ...] = (20, 50, 100)
+    family: str = "ogb"  # or "planetoid" (plnlp_core.data.planetoid)
+    extra_metrics: tuple[str, ...] = ()  # "auc", "mrr" beside the Hits@K of a Hits@K dataset
 
     @property
     def dir_name(self) -> str:
         return self.ogb_name.replace("-", "_")
+
+    @property
+    def planetoid_name(self) -> str:
+        """PyG's name of a Planetoid graph (``Cora``)."""
+        return self.ogb_name.removeprefix("planetoid-")
+
+    @property
+    def draws_its_split(self) -> bool:
+        """Whether the split is drawn from the graph (a Planetoid graph's,
+        anew for each of ``--runs``), not published with it."""
+        return self.family == "planetoid"
 
     @property
     def metric_keys(self) -> list[str]:
@@ -44,7 +57,7 @@ class DatasetInfo:
         if self.metric == "mrr":
             return ["mrr"]
         hits = [f"hits_{k}" for k in self.hits_k]
-        return ["auc", *hits] if self.metric == "auc" else hits
+        return ["auc", *hits] if self.metric == "auc" else [*hits, *self.extra_metrics]
 
     @property
     def main_metric_key(self) -> str:
@@ -58,6 +71,11 @@ for _info in (
                 edge_weights=True, edge_years=True),
     DatasetInfo("ppa", "ogbl-ppa", "hits@100", directed=False, feature_dim=58),
     DatasetInfo("citation2", "ogbl-citation2", "mrr", directed=True, feature_dim=128),
+    # Planetoid's, scored as NCN/NCNC score them (Hits@100 against as many negatives as
+    # positives) and as GAE and HeaRT do (AUC, MRR)
+    *(DatasetInfo(name.lower(), f"planetoid-{name}", "hits@100", directed=False,
+                  feature_dim=dim, family="planetoid", extra_metrics=("auc", "mrr"))
+      for name, dim in (("Cora", 1433), ("CiteSeer", 3703), ("PubMed", 500))),
 ):
     DATASETS.register(_info.name)(_info)
 

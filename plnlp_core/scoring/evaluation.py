@@ -26,9 +26,10 @@ def ogb_metrics(info: DatasetInfo, pos_score: Tensor, neg_score: Tensor) -> dict
     """``hits_20``, ``hits_50``, ``hits_100`` (Hits@K datasets) or ``mrr``,
     each computed by ``ogb.linkproppred.Evaluator``; for an own graph
     (``metric == "auc"``), :func:`auc` and ``hits_<K>`` for each of
-    ``info.hits_k``. As OGB defines it, Hits@K is the fraction of positives
-    scored above the K-th best negative, and 1 when there are fewer than K
-    negatives."""
+    ``info.hits_k``; ``auc`` and ``mrr`` (:func:`shared_negatives_mrr`) too
+    where ``info.extra_metrics`` names them (Planetoid's graphs). As OGB
+    defines it, Hits@K is the fraction of positives scored above the K-th
+    best negative, and 1 when there are fewer than K negatives."""
     from ogb.linkproppred import Evaluator  # sklearn with it: imported where metrics are made
 
     if info.metric == "mrr":
@@ -38,13 +39,27 @@ def ogb_metrics(info: DatasetInfo, pos_score: Tensor, neg_score: Tensor) -> dict
         })
         return {"mrr": float(result["mrr_list"].mean())}
     own = info.metric == "auc"
-    metrics = {"auc": auc(pos_score, neg_score)} if own else {}
-    evaluator = Evaluator(HITS_EVALUATOR if own else info.ogb_name)
+    metrics = {"auc": auc(pos_score, neg_score)} if own or "auc" in info.extra_metrics else {}
+    evaluator = Evaluator(HITS_EVALUATOR if own or info.family != "ogb" else info.ogb_name)
     for k in info.hits_k:
         evaluator.K = k
         result = evaluator.eval({"y_pred_pos": pos_score, "y_pred_neg": neg_score})
         metrics[f"hits_{k}"] = float(result[f"hits@{k}"])
+    if "mrr" in info.extra_metrics:
+        metrics["mrr"] = shared_negatives_mrr(pos_score, neg_score)
     return metrics
+
+
+def shared_negatives_mrr(pos_score: Tensor, neg_score: Tensor) -> float:
+    r"""The mean reciprocal rank of each positive among all the negatives
+    (HeaRT's "existing setting"), a tie ranking the positive below,
+
+    .. math::
+        \mathrm{MRR} = \frac{1}{|P|} \sum_{p \in P}
+        \frac{1}{1 + |\{n \in N : s_n \ge s_p\}|}."""
+    ordered = neg_score.reshape(-1).double().sort().values
+    above = ordered.numel() - torch.searchsorted(ordered, pos_score.reshape(-1).double())
+    return float((1.0 / (1.0 + above.double())).mean())
 
 
 def split_metrics(scorer: Callable[[Tensor], Tensor], info: DatasetInfo,
