@@ -308,7 +308,20 @@ def _read_features(path: Path, ids: pa.Array) -> tuple[Tensor, int]:
                          "one row per id.")
     x = np.empty((len(ids), values.num_columns), dtype=np.float32)
     x[position[known]] = np.column_stack([column.to_numpy() for column in values.columns])[known]
+    _refuse_non_finite(x, ids, values.column_names, path)
     return torch.from_numpy(x), int((~known).sum())
+
+
+def _refuse_non_finite(x: np.ndarray, ids: pa.Array, names: list[str], path: Path) -> None:
+    """Refuses features holding NaN or infinity (or a number past float32's
+    range), which would make every score NaN, naming the first such cell."""
+    finite = np.isfinite(x)
+    if finite.all():
+        return
+    row, column = np.argwhere(~finite)[0]
+    raise PLNLPError(f"the node feature file {path} holds {int((~finite).sum())} values that are "
+                     f"NaN or infinite (or past float32's range), e.g. column {names[column]} of "
+                     f"node {ids[int(row)]}; replace them with numbers (0, a column's mean).")
 
 
 # Reading files ------------------------------------------------------------------

@@ -51,7 +51,7 @@ def test_replace_checks_the_changed_settings_too():
 
 
 @pytest.mark.parametrize(("key", "value", "valid"), [
-    ("dataset", "cora", "citation2, collab, ddi, ppa"),
+    ("dataset", "wikics", "citation2, citeseer, collab, cora, ddi, ppa, pubmed"),
     ("encoder", "gin", "agdn, gat, gcn, none, pure_gcn, sage, sum"),
     ("predictor", "cosine", "bilinear, dot, mlp, mlp_concat"),
     ("loss", "bce", "auc, ce, hinge_auc, log_rank, weighted_hinge_auc"),

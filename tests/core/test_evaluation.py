@@ -103,3 +103,22 @@ def test_ogb_datasets_keep_their_metric_keys():
     assert DDI.main_metric_key == "hits_20"
     citation2 = DATASETS.get("citation2")
     assert citation2.metric_keys == ["mrr"] and citation2.main_metric_key == "mrr"
+
+
+def test_shared_negatives_mrr_ranks_each_positive_among_all_negatives_ties_below():
+    from plnlp_core.scoring.evaluation import shared_negatives_mrr
+
+    negatives = torch.tensor([0.1, 0.5, 0.9])
+    # ranks 1 (above all), 2 (below 0.9), 4 (below all), 3 (a tie with 0.5 ranks below it)
+    positives = torch.tensor([1.0, 0.6, 0.0, 0.5])
+    expected = (1 + 1 / 2 + 1 / 4 + 1 / 3) / 4
+    assert shared_negatives_mrr(positives, negatives) == pytest.approx(expected)
+
+
+def test_a_planetoid_graph_is_scored_by_hits_auc_and_mrr():
+    from plnlp_core.data.datasets import DATASETS
+    from plnlp_core.scoring.evaluation import ogb_metrics
+
+    metrics = ogb_metrics(DATASETS.get("cora"), torch.tensor([0.9, 0.8]), torch.tensor([0.1, 0.85]))
+    assert set(metrics) == {"hits_20", "hits_50", "hits_100", "auc", "mrr"}
+    assert metrics["auc"] == pytest.approx(0.75) and metrics["hits_100"] == 1.0

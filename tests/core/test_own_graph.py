@@ -271,10 +271,28 @@ def test_each_bad_split_folder_gives_one_sentence(tmp_path, change, says):
     (pd.DataFrame({"id": list("abcde"), "f": list("vwxyz")}), "not all numbers"),
     (pd.DataFrame({"id": list("abcd"), "f": range(4)}), "no row for 1 of the graph's 5"),
     (pd.DataFrame({"id": list("abcdea"), "f": range(6)}), "several rows"),
+    (pd.DataFrame({"id": list("abcde"), "f": [0.0, 1, 2, 3, 4], "g": [1, 1, float("inf"), 1, 1]}),
+     "1 values that are NaN or infinite .*column g of node c"),
+    (pd.DataFrame({"id": list("vwxyz"), "f": range(5)}), "no row for 5 of the graph's 5"),
 ])
 def test_each_bad_feature_file_gives_one_sentence(tmp_path, frame, says):
     path = write(frame, tmp_path / "x.csv")
     with pytest.raises(PLNLPError, match=says) as error:
+        load_own_graph(split_folder(tmp_path), features=path)
+    assert str(path) in str(error.value)
+
+
+def test_a_nan_feature_is_refused_naming_its_node_and_column(tmp_path):
+    """A Parquet float column may hold NaN, which is no empty cell (a CSV's
+    ``nan`` is read as one, and refused as such): every score would be NaN."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "x.parquet"
+    pq.write_table(pa.table({"id": list("abcde"), "f": pa.array([0, float("nan"), 2, 3, 4]),
+                             "g": pa.array([1.0] * 5)}), path)
+    with pytest.raises(PLNLPError, match="holds 1 values that are NaN or infinite .*column f "
+                                         "of node b") as error:
         load_own_graph(split_folder(tmp_path), features=path)
     assert str(path) in str(error.value)
 

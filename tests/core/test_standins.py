@@ -168,7 +168,7 @@ def test_scale_shrinks_counts_but_not_negatives_per_source():
 
 
 @pytest.mark.parametrize(("call", "message"), [
-    (lambda: standin_size("cora"), "unknown dataset 'cora'"),
+    (lambda: standin_size("wikics"), "unknown dataset 'wikics'"),
     (lambda: standin_size("ppa", "huge"), "unknown stand-in size 'huge'"),
     (lambda: standin_size("ppa", "real", scale=0), "scale must be a positive number"),
     (lambda: write_standin("ddi", Path("unused"), StandinSize(10, 30, 1, 1, 1, 1)),
@@ -263,7 +263,7 @@ def test_the_cli_help_imports_neither_ray_nor_mlflow_nor_torch():
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
-    (["--dataset", "cora"], "error: unknown dataset 'cora'; choose one of: citation2, collab"),
+    (["--dataset", "wikics"], "error: unknown dataset 'wikics'; choose one of: citation2, "),
     (["--dataset", "ppa", "--size", "huge"], "error: unknown stand-in size 'huge'"),
     (["--dataset", "ppa", "--size", "real", "--scale", "1000"],
      "error: the ogbl-ppa stand-in of 576,289,000 nodes and 21,231,931,000 training edges "

@@ -10,7 +10,8 @@ from pipelines.run import main
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["--dataset", "cora"], "unknown dataset 'cora'; choose one of: citation2, collab, ddi"),
+        (["--dataset", "wikics"],
+         "unknown dataset 'wikics'; choose one of: citation2, citeseer, collab, cora, ddi"),
         (["--dataset", "ddi", "--set", "encoder=gin"], "unknown encoder 'gin'; choose one of:"),
         (["--dataset", "ddi", "--set", "predictor=cosine"], "unknown predictor 'cosine'"),
         (["--dataset", "ddi", "--set", "loss=mse"], "unknown loss 'mse'"),

@@ -5,7 +5,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.planning import presets
-from pipelines.planning.request import RunRequest
+from pipelines.planning.request import GraphFlags, RunRequest
 from pipelines.planning.run_plan import plan_run
 from plnlp_core.data.own_graph import count_edges
 
@@ -43,3 +43,46 @@ def test_a_large_own_graph_starts_sampled_and_says_why(tmp_path, monkeypatch, ca
     chosen = plan_run(RunRequest(dataset=str(tmp_path / "edges.parquet"), preset="node"))
     assert chosen.preset == "node" and "preset_choice" not in chosen.params()
     assert "preset_choice" not in plan_run(RunRequest(dataset="ddi", yes=True)).params()
+
+
+def write_features(folder, count: int):
+    path = folder / "features.csv"
+    path.write_text("id,a,b\n" + "\n".join(f"n{i},{i % 3},{i % 5}" for i in range(count)))
+    return path
+
+
+def test_a_graph_with_node_features_trains_on_them_by_default_and_says_why(tmp_path, capsys):
+    """Features a user gives are used without a second flag: the ``features``
+    preset by default, and ``both`` for a preset that leaves the node input
+    out; the run prints and logs which input it trains on and why."""
+    edges = write_edges(tmp_path, 300, ".csv")
+    graph = GraphFlags(node_features=str(write_features(tmp_path, 300)))
+    default = plan_run(RunRequest(dataset=str(edges), graph=graph))
+    assert default.preset == "features" and default.config.node_input == "features"
+    assert "preset features: the graph has node features and 300 edges" \
+        in default.params()["preset_choice"]
+    node = plan_run(RunRequest(dataset=str(edges), graph=graph, preset="node"))
+    assert node.config.node_input == "both"
+    assert node.params()["node_input_choice"] == (
+        "node input both (chosen for the graph; the graph has 2 node features): --set "
+        "node_input=embedding trains on the embedding alone")
+    assert node.params()["node_input_choice"] in capsys.readouterr().out
+    alone = plan_run(RunRequest(dataset=str(edges), graph=graph, preset="node",
+                                overrides=("node_input=embedding",)))
+    assert alone.config.node_input == "embedding" and "node_input" in alone.changed_settings()
+    assert alone.params()["node_input_choice"].startswith(
+        "node input embedding (as the config or --set says; the graph has 2 node features): "
+        "--set node_input=both uses them")
+    bare = plan_run(RunRequest(dataset=str(edges), preset="node"))
+    assert bare.config.node_input == "embedding"
+    assert bare.params()["node_input_choice"] == \
+        "node input embedding (chosen for the graph; the graph has no node features)"
+    assert "node_input" not in node.changed_settings()  # chosen, not changed
+
+
+def test_cora_starts_from_the_planetoid_feature_preset_on_ncn_s_split():
+    plan = plan_run(RunRequest(dataset="cora"))
+    assert plan.preset == "default" and plan.config.node_input == "features"
+    assert plan.request.graph.split_of(plan.source.info) == "random:0.70,0.10,0.20"
+    assert plan.source.info.main_metric_key == "hits_100"
+    assert plan.source.info.metric_keys == ["hits_20", "hits_50", "hits_100", "auc", "mrr"]

@@ -109,7 +109,8 @@ def own_graph(expected: str) -> Entry:
 
 ENTRIES: dict[str, Entry] = {
     # names and settings
-    "unknown-dataset": settings("unknown dataset 'cora'; choose one of: citation2, collab, ddi"),
+    "unknown-dataset": settings("unknown dataset 'wikics'; choose one of: citation2, citeseer, "
+                                "collab, cora, ddi"),
     "unknown-preset": settings("unknown preset 'huge' for ddi; choose one of:"),
     "unknown-encoder": settings("unknown encoder 'gin'; choose one of:"),
     "unknown-predictor": settings("unknown predictor 'cosine'; choose one of:"),
@@ -585,7 +586,7 @@ def write(path: Path, text: str) -> Path:
 
 
 SETTINGS: dict[str, Callable[[Path], list[str]]] = {
-    "unknown-dataset": lambda _: ["--dataset", "cora"],
+    "unknown-dataset": lambda _: ["--dataset", "wikics"],
     "unknown-preset": lambda _: ["--dataset", "ddi", "--preset", "huge"],
     "unknown-encoder": lambda _: ["--dataset", "ddi", "--set", "encoder=gin"],
     "unknown-predictor": lambda _: ["--dataset", "ddi", "--set", "predictor=cosine"],
