@@ -52,8 +52,7 @@ def split_inputs(directory: Location, meta: DatasetMeta) -> list[SplitInput]:
     if files is None:
         files = _describe(directory)
     inputs = manifest.get("inputs") if isinstance(manifest.get("inputs"), dict) else {}
-    options = inputs.get("options") if isinstance(inputs.get("options"), dict) else {}
-    seed = options.get("split_seed")
+    seed = split_seed(inputs)
     source = data_source(inputs) or directory.uri
     name = meta.dataset_info().ogb_name if meta.info is None else meta.dataset
     found = []
@@ -70,6 +69,16 @@ def split_inputs(directory: Location, meta: DatasetMeta) -> list[SplitInput]:
             counts={"nodes": meta.num_nodes, "edges": edges, "negatives": negatives,
                     "pairs": edges + negatives}))
     return found
+
+
+def split_seed(inputs: dict) -> int | None:
+    """The seed the ``load`` entry made from ``inputs`` split its graph with:
+    a graph of one's own's (``options``), a Planetoid graph's (``drawn``);
+    ``None`` for OGB's published splits."""
+    for key in ("options", "drawn"):
+        if isinstance(inputs.get(key), dict) and "split_seed" in inputs[key]:
+            return inputs[key]["split_seed"]
+    return None
 
 
 def data_source(inputs: dict) -> str | None:

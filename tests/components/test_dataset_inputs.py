@@ -109,6 +109,26 @@ def test_a_split_folder_without_a_manifest_is_read_for_its_digest_and_counts(tmp
     assert copies[0][0].source == Location(str(tmp_path / "copy")).uri
 
 
+def test_a_planetoid_splits_seed_changes_its_digest(tmp_path):
+    """A Planetoid graph's entry names its split seed under ``drawn``."""
+    meta = DatasetMeta("cora", 10, False, 4, "hits@100", 8)
+    digests = []
+    for seed in (1, 1, 2):
+        folder = tmp_path / f"entry-{len(digests)}"
+        folder.mkdir()
+        files = {name: {"sha256": "0" * 64, "rows": 4} for name in (
+            "train.parquet", "valid_pos.parquet", "valid_neg.parquet", "test_pos.parquet",
+            "test_neg.parquet")}
+        inputs = {"folder": "/data/planetoid/Cora/raw",
+                  "drawn": {"split": "random:0.7,0.1,0.2", "split_seed": seed}}
+        (folder / "manifest.json").write_text(json.dumps({"files": files, "inputs": inputs}))
+        splits = split_inputs(Location(str(folder)), meta)
+        assert {split.source for split in splits} == {"/data/planetoid/Cora/raw"}
+        digests.append([split.digest for split in splits])
+    assert digests[0] == digests[1] and all(
+        a != b for a, b in zip(digests[0], digests[2], strict=True))
+
+
 @pytest.mark.parametrize("uri", ["s3://bucket/data/ogbl_ddi", "memory://nowhere"])
 def test_a_source_in_object_storage_or_unknown_is_named(uri):
     from components.recording.dataset_inputs import data_source
