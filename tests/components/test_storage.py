@@ -21,7 +21,8 @@ from components.storage.store_retries import (
     waited_for,
 )
 from plnlp_core.errors import PLNLPError
-from tests.object_store import PausableProxy, bucket_keys, make_bucket, s3_env, s3_server
+from plnlp_testing.object_store import bucket_keys, make_bucket, s3_env, s3_server
+from plnlp_testing.proxy import PausableProxy
 
 INPUTS = {"dataset": "demo", "files": {"a": [1, 2]}}
 
@@ -185,7 +186,7 @@ def test_a_bucket_that_does_not_exist_is_refused_naming_its_uri(s3):
 
 def test_an_endpoint_that_does_not_answer_is_refused_naming_its_uri_and_the_endpoint(
         s3, monkeypatch):
-    from tests.processes import free_port
+    from plnlp_testing.processes import free_port
 
     endpoint = f"http://127.0.0.1:{free_port()}"
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)

@@ -10,7 +10,7 @@ from mlflow.tracking import MlflowClient
 from components.recording.names import DESCRIPTION_TAG
 from components.recording.runs import open_experiment
 from components.recording.tracking import describe_run, mark_failed, run_description
-from tests.processes import free_port
+from plnlp_testing.processes import free_port
 
 FINAL = {"final_valid_hits_20": 0.0406, "final_test_hits_20": 0.009,
          "final_valid_hits_100": 0.1383, "final_test_hits_100": 0.0836}

@@ -23,8 +23,7 @@ import psutil
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import REPO_ROOT
-from tests.object_store import (
+from plnlp_testing.object_store import (
     KEYS,
     bucket_keys,
     make_bucket,
@@ -32,8 +31,9 @@ from tests.object_store import (
     s3_filesystem,
     s3_server,
 )
-from tests.postgres import database_holds, postgres_server
-from tests.processes import free_port, process_group, training_processes, wait_for_http
+from plnlp_testing.postgres import database_holds, postgres_server
+from plnlp_testing.processes import free_port, process_group, training_processes, wait_for_http
+from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 

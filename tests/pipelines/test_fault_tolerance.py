@@ -11,7 +11,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from pipelines.run import main
-from tests.processes import training_processes
+from plnlp_testing.processes import training_processes
 
 pytestmark = pytest.mark.slow
 

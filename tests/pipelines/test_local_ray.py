@@ -9,8 +9,8 @@ import urllib.request
 
 import pytest
 
+from plnlp_testing.processes import pipeline_env
 from tests.conftest import REPO_ROOT
-from tests.processes import pipeline_env
 
 pytestmark = pytest.mark.slow
 

@@ -31,8 +31,8 @@ from plnlp_core.data.datasets import DATASETS
 from plnlp_core.data.ogb_reader import load_ogb
 from plnlp_core.parts.import_path import code_version
 from plnlp_core.scoring.evaluation import ogb_metrics
+from plnlp_testing.processes import free_port, process_group, wait_for_http
 from tests.pipelines.test_own_graph import TINY, edge_list
-from tests.processes import free_port, process_group, wait_for_http
 
 pytestmark = pytest.mark.slow
 PARTS = Path(__file__).resolve().parents[2] / "examples" / "link_parts" / "parts.yaml"

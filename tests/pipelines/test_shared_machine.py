@@ -18,8 +18,8 @@ import mlflow
 import psutil
 import pytest
 
+from plnlp_testing.processes import free_port, pipeline_env, process_group, wait_for_http
 from tests.conftest import REPO_ROOT
-from tests.processes import free_port, pipeline_env, process_group, wait_for_http
 
 pytestmark = pytest.mark.slow
 

@@ -11,13 +11,14 @@ the product's own retries then carry the run."""
 import pytest
 from mlflow.tracking import MlflowClient
 
+from plnlp_testing.processes import process_group
+from plnlp_testing.tracking_server import TrackingServer
 from tests.pipelines.test_errors import (
     logged_epochs,
     printed_epochs,
     run_command,
     wait_until,
 )
-from tests.processes import TrackingServer, process_group
 
 EPOCHS = 15  # 0.3-0.7 s each: the server may come back after the last one, which then waits
 

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
+from plnlp_testing.processes import free_port, pipeline_env, process_group
 from tests.conftest import use_tracking_store
-from tests.processes import free_port, pipeline_env, process_group
 from tests.standin import write_ddi_standin
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.processes import free_port, process_group
+from plnlp_testing.processes import free_port, process_group
 
 USER, PASSWORD, DATABASE = "mlflow", "plnlp-db-password", "mlflow"
 

@@ -1,0 +1,82 @@
+"""Subprocesses the tests and the benchmarks start: a command in its own
+process group, a free port, the wait for a server to answer, the
+environment of a process that starts its own Ray, and the training
+processes of a Ray node."""
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psutil
+
+from pipelines.runtime.ray_cluster import free_port
+
+__all__ = ["free_port", "pipeline_env", "process_group", "training_processes",
+           "wait_for_http"]
+
+TRAINING_PROCESSES = ("ray::RayTrainWorker", "ray::TrainingActor")
+
+
+@contextmanager
+def process_group(argv: list[str], env: dict[str, str], cwd: Path, log: Path,
+                  ) -> Iterator[subprocess.Popen]:
+    """``argv`` in its own process group (its Ray too); whatever of the group
+    is left at the end is killed, never another process."""
+    with log.open("w") as out:
+        process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        try:
+            yield process
+        finally:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+
+
+def wait_for_http(url: str, log: Path, timeout: float, any_status: bool = False) -> None:
+    """Waits until ``url`` answers with success (or, with ``any_status``,
+    with any HTTP status, as a server behind token auth answers 401);
+    fails with the end of the server's ``log`` if it never does."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5):
+                return
+        except urllib.error.HTTPError:
+            if any_status:
+                return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):  # not yet, or slow
+            pass
+        time.sleep(1)
+    raise AssertionError(f"{url} did not answer:\n{log.read_text()[-3000:]}")
+
+
+def pipeline_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The test's environment for a subprocess that starts its own local Ray."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "MLFLOW_TRACKING_URI")}
+    env.update(PLNLP_CACHE_DIR=str(tmp_path / "cache"), PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+def training_processes(node: object) -> list[psutil.Process]:
+    """The Ray Train workers and training actors the raylet of Ray's
+    ``node`` started, never another Ray's on the same machine."""
+    from ray._private import ray_constants
+
+    raylet = node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
+    found = []
+    for process in psutil.Process(raylet).children(recursive=True):
+        try:
+            if " ".join(process.cmdline()).startswith(TRAINING_PROCESSES):
+                found.append(process)
+        except psutil.NoSuchProcess:
+            continue
+    return found
