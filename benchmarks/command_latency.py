@@ -11,6 +11,7 @@ imports are done, for the four parts of ``examples/link_parts``.
     python benchmarks/command_latency.py [--quick] [--repeats 3]
 """
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -88,23 +89,30 @@ def latency_table(rows: list[dict]) -> str:
 def part_check_seconds(repeats: int = 3) -> float:
     """The median seconds of checking the four parts of
     ``examples/link_parts`` on a tiny graph (ddi's ``paper`` sizes), in this
-    process once torch, PyG and the parts are imported (a first check)."""
+    process once torch, PyG and the parts are imported (a first check). Run
+    from the repository's root, as a user runs a command from the folder
+    that holds their package of parts (``examples/``), whatever folder the
+    benchmark was started in."""
     import yaml
 
-    sys.path.insert(0, str(REPO))
     from pipelines.planning.presets import load_preset
     from plnlp_core.config import PLNLPConfig
     from plnlp_core.data.datasets import DATASETS
     from plnlp_core.preflight.probe import check_parts
 
     parts = yaml.safe_load((REPO / "examples" / "link_parts" / "parts.yaml").read_text())
-    config = PLNLPConfig.from_mapping({**load_preset("ddi", "paper"), **parts})
-    check_parts(config, DATASETS.get("ddi"))  # the imports
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        check_parts(config, DATASETS.get("ddi"))
-        seconds.append(time.perf_counter() - start)
+    started_in = os.getcwd()
+    os.chdir(REPO)
+    try:
+        config = PLNLPConfig.from_mapping({**load_preset("ddi", "paper"), **parts})
+        check_parts(config, DATASETS.get("ddi"))  # the imports
+        seconds = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            check_parts(config, DATASETS.get("ddi"))
+            seconds.append(time.perf_counter() - start)
+    finally:
+        os.chdir(started_in)
     return statistics.median(seconds)
 
 

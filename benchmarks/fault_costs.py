@@ -37,11 +37,12 @@ import psutil
 from mlflow.tracking import MlflowClient
 from tables import format_rows
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the tests' services: moto's server, the proxy, mlflow server
+from plnlp_testing.object_store import make_bucket, s3_env, s3_server
+from plnlp_testing.processes import pipeline_env, process_group
+from plnlp_testing.proxy import PausableProxy
+from plnlp_testing.tracking_server import TrackingServer
 
-from tests.object_store import PausableProxy, make_bucket, s3_env, s3_server  # noqa: E402
-from tests.processes import TrackingServer, pipeline_env, process_group  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 EVERY, AT = 5, 8  # a checkpoint every 5 epochs; a fault that stops the run at epoch 8
 PATIENCE_S = "10"  # the patience of the scenarios that outlast it
