@@ -40,6 +40,7 @@ RECIPE: dict[str, object] = {
     "dropout": 0.0,
     "encoder_level": "edge",
     "target_edge_removal": True,
+    "edge_dropout": 0.4,
     "predictor": "ncn",
     "predictor_hidden": 128,
     "predictor_dropout": 0.05,
