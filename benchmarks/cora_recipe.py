@@ -1,8 +1,8 @@
 """A recipe for graphs with node features, measured on Planetoid Cora under
 NCN/NCNC's protocol: for each seed a new random split of the undirected edges
-(70 % train, 10 % valid, 20 % test, PyG's ``RandomLinkSplit`` after
-``torch.manual_seed(seed)``, as many random non-edges as positives for valid
-and test), the training edges alone as the message-passing graph, the epoch
+(70 % train, 10 % valid, 20 % test, as many random non-edges as positives
+for valid and test: ``--dataset cora``'s split, seeded by the seed), the
+training edges alone as the message-passing graph, the epoch
 picked by validation Hits@100 and the test read at that epoch (OGB's
 ``Evaluator``). Published test Hits@100: NCNC 89.65 ± 1.36, NCN 89.05,
 GAE 89.01, SEAL 81.71, GCN 66.79.
@@ -12,75 +12,37 @@ Run it on one core, one run at a time::
     taskset -c 1 python benchmarks/cora_recipe.py --seeds 0-9 --config recipe.yaml lr=0.005
 
 ``--config`` takes YAML files and ``key=value`` overrides (values read as
-YAML), applied in order over :data:`RECIPE`. The Cora files are read from
-``--root`` (a writable copy of ``Cora/raw``).
+YAML), applied in order over :data:`RECIPE`, ``--dataset cora``'s default
+preset. The Cora files are read from ``--root``'s ``planetoid/Cora/raw``
+(default ``$PLNLP_DATA_ROOT``, else ``../shared/datasets``).
 """
 import argparse
+import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import torch
 import yaml
 
+from pipelines.planning.presets import load_preset
 from plnlp_core.config import PLNLPConfig
-from plnlp_core.data.datasets import DatasetInfo, LinkSplit
-from plnlp_core.scoring.evaluation import evaluate
+from plnlp_core.data.datasets import DATASETS, LinkSplit
+from plnlp_core.data.planetoid import load_planetoid
 from plnlp_core.training.experiment import prepare_experiment, run_experiment
 
-RECIPE: dict[str, object] = {
-    "encoder": "pure_gcn",
-    "node_input": "features",
-    "input_projection": 128,
-    "input_dropout": 0.7,
-    "hidden_channels": 128,
-    "encoder_layers": 1,
-    "encoder_residual": False,
-    "dropout": 0.0,
-    "encoder_level": "edge",
-    "target_edge_removal": True,
-    "edge_dropout": 0.4,
-    "predictor": "ncn",
-    "predictor_hidden": 128,
-    "predictor_dropout": 0.05,
-    "ncn_xlin": True,
-    "ncn_tail_activation": True,
-    "loss": "auc",
-    "sampler": "global",
-    "num_neg": 3,
-    "lr": 0.0043,
-    "epochs": 70,
-    "batch_size": 1152,
-    "eval_every": 1,
-    "checkpoint_every": 1000,
-}
-"""The settings the recipe starts from, before ``--config``."""
-
-INFO = DatasetInfo("cora", "ogbl-ddi", "hits@100", directed=False, feature_dim=1433)
-"""Cora scored by Hits@20/50/100, chosen by validation Hits@100."""
-
-AUC_INFO = DatasetInfo("cora", "cora", "auc", directed=False, feature_dim=1433)
+RECIPE = load_preset("planetoid", "default")
+"""The settings a run starts from, before ``--config``: ``--dataset cora``'s default."""
+NCN = (0.7, 0.1, 0.2)
 
 
-def cora_split(root: str, seed: int) -> LinkSplit:
-    """NCN's split of Cora for ``seed``, as a :class:`LinkSplit`."""
-    from torch_geometric.datasets import Planetoid
-    from torch_geometric.transforms import RandomLinkSplit
-
-    data = Planetoid(root, "Cora")[0]
-    torch.manual_seed(seed)
-    train, valid, test = RandomLinkSplit(num_val=0.1, num_test=0.2, is_undirected=True,
-                                         add_negative_train_samples=False,
-                                         split_labels=True)(data)
-    return LinkSplit(
-        info=INFO, num_nodes=data.num_nodes, x=data.x.float(),
-        train_pos=train.pos_edge_label_index.t().contiguous(), train_weight=None,
-        train_year=None,
-        valid_pos=valid.pos_edge_label_index.t().contiguous(),
-        valid_neg=valid.neg_edge_label_index.t().contiguous(),
-        test_pos=test.pos_edge_label_index.t().contiguous(),
-        test_neg=test.neg_edge_label_index.t().contiguous())
+def cora_split(root: Path, work: Path, seed: int) -> LinkSplit:
+    """NCN's split of Cora for ``seed``, as ``--dataset cora`` makes it
+    (:func:`plnlp_core.data.planetoid.load_planetoid`, from ``root``'s
+    ``planetoid/Cora/raw``): scored by Hits@20/50/100, AUC and MRR."""
+    return load_planetoid(DATASETS.get("cora"), root, work, NCN, seed)
 
 
 def read_settings(items: list[str]) -> dict[str, object]:
@@ -103,22 +65,15 @@ def parse_seeds(text: str) -> list[int]:
     return [int(each) for each in text.split(",")]
 
 
-def run_seed(settings: dict[str, object], root: str, seed: int) -> dict[str, float]:
+def run_seed(settings: dict[str, object], root: Path, work: Path, seed: int) -> dict[str, float]:
     """One run: the split and the model of ``seed``, trained; the metrics of
-    the best validation epoch, with its AUC and the training seconds."""
-    split = cora_split(root, seed)
+    the best validation epoch and the training seconds."""
+    split = cora_split(root, work, seed)
     config = PLNLPConfig.from_mapping({**settings, "dataset": "cora", "seed": seed})
     start = time.perf_counter()
     result = run_experiment(prepare_experiment(config, split))
-    seconds = time.perf_counter() - start
-    train_seconds = sum(epoch.seconds for epoch in result.history)
-    experiment = prepare_experiment(config, split)
-    experiment.model.load_state_dict(result.best_state)
-    splits = {"valid": (split.valid_pos, split.valid_neg), "test": (split.test_pos, split.test_neg)}
-    aucs = evaluate(experiment.model, AUC_INFO, split.x, experiment.graph.adj, splits,
-                    config.eval_batch_size)
-    return {**result.best_metrics, "valid_auc": aucs["valid_auc"], "test_auc": aucs["test_auc"],
-            "best_epoch": result.best_epoch, "seconds": seconds, "train_seconds": train_seconds}
+    return {**result.best_metrics, "best_epoch": result.best_epoch,
+            "seconds": time.perf_counter() - start}
 
 
 def main(argv: list[str]) -> int:
@@ -126,17 +81,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--config", nargs="*", default=[],
                         help="YAML files and key=value overrides, in order")
     parser.add_argument("--seeds", default="0-9")
-    parser.add_argument("--root", default="/tmp/cora_root")
+    parser.add_argument("--root", type=Path, default=Path(os.environ.get(
+        "PLNLP_DATA_ROOT", Path(__file__).resolve().parents[2] / "shared" / "datasets")),
+                        help="the data root holding planetoid/Cora/raw")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     settings = read_settings(args.config)
+    work = Path(tempfile.mkdtemp(prefix="cora-recipe-"))
     print(yaml.safe_dump(settings, sort_keys=False).strip(), flush=True)
     keys = ["valid_hits_20", "valid_hits_50", "valid_hits_100", "valid_auc",
             "test_hits_20", "test_hits_50", "test_hits_100", "test_auc", "seconds"]
     rows = []
     for seed in parse_seeds(args.seeds):
-        row = run_seed(settings, args.root, seed)
+        row = run_seed(settings, args.root, work, seed)
         rows.append(row)
         print(f"seed {seed} best epoch {row['best_epoch']:3d}  "
               + "  ".join(f"{key} {100 * row[key] if 'seconds' not in key else row[key]:.2f}"

@@ -24,6 +24,10 @@ GCS_PORT, CLIENT_PORT, DASHBOARD_PORT = 6379, 10001, 8265
 LOCAL_RAY = ("", "auto", "local")
 GCS_PORT_VARIABLE = "RAY_GCS_SERVER_PORT"  # the port a local Ray's GCS takes (Ray 2.60)
 DASHBOARD_VARIABLE = "PLNLP_RAY_DASHBOARD"  # 1: a local Ray starts its dashboard too
+# Ray 2.60 warns at every local start that token authentication is on by default: a
+# command's own local Ray keeps that default, and says so only with --verbose
+TOKEN_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
+TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
 LOCAL_RAY_FIX = "unset RAY_ADDRESS to start a local Ray"
 TOKEN_FIX = ("set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN to the cluster's token (`ray "
              "get-auth-token` on its head node prints it), or save it in ~/.ray/auth_token")
@@ -80,13 +84,17 @@ def start_local_ray(logging_level: int) -> None:
     raylet, rather than from a job ``runtime_env``, with which no worker
     Ray prestarts can be used (an actor's start, 0.3 s, took 1.0 s). It
     runs without the dashboard, whose dozen processes took 3 s of a 2-core
-    laptop's start, unless
+    laptop's start (and without Ray's notice that its token authentication
+    is on, unless ``logging_level`` is INFO, as ``--verbose`` gives), unless
     ``PLNLP_RAY_DASHBOARD=1`` asks for it: it then listens on 127.0.0.1 and
     its address is printed."""
     port = free_port()
     address = f"{ray.util.get_node_ip_address()}:{port}"
     dashboard = os.environ.get(DASHBOARD_VARIABLE, "").strip() in ("1", "true", "yes")
     running = set(psutil.Process().children(recursive=True))
+    if logging_level > logging.INFO:  # a notice of Ray's default, not of this run's
+        logging.getLogger(TOKEN_NOTICE_LOGGER).addFilter(
+            lambda record: not record.getMessage().startswith(TOKEN_NOTICE))
     try:
         with mock.patch.dict(os.environ, {GCS_PORT_VARIABLE: str(port), "RAY_ADDRESS": address}):
             context = ray.init(address="local", ignore_reinit_error=True,
