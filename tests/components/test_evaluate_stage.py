@@ -61,6 +61,7 @@ def test_a_missing_export_is_one_sentence_and_clearing_removes_a_stale_one(
         read_final(Location(tmp_path))
 
 
+@pytest.mark.slow  # 4 s on one core
 def test_a_heuristic_s_final_keys_come_from_the_same_finish(ddi_standin_split):
     split = ddi_standin_split
     score = heuristic_scorer("ra", adjacency(split.train_pos, split.num_nodes))

@@ -77,6 +77,7 @@ def test_a_server_away_past_the_patience_fails_with_how_to_resume(capfd):
                             "run1`, which logs them.")
 
 
+@pytest.mark.slow  # waits out a 2 s patience
 def test_the_patience_counts_from_when_the_failing_request_was_sent():
     """MLflow's client retries a request for minutes before it fails: the
     outage is counted from when the request went, so a run whose patience

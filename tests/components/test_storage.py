@@ -184,6 +184,7 @@ def test_a_bucket_that_does_not_exist_is_refused_naming_its_uri(s3):
         "--work-dir s3://no-such-bucket/plnlp cannot be written: the bucket does not exist;")
 
 
+@pytest.mark.slow  # waits out the patience (6 s)
 def test_an_endpoint_that_does_not_answer_is_refused_naming_its_uri_and_the_endpoint(
         s3, monkeypatch):
     from plnlp_testing.processes import free_port
@@ -201,6 +202,7 @@ def test_an_endpoint_that_does_not_answer_is_refused_naming_its_uri_and_the_endp
         storage._root_filesystem.cache_clear()
 
 
+@pytest.mark.slow  # waits out a 3 s outage
 def test_a_store_that_stops_answering_for_a_while_is_waited_for(s3, monkeypatch):
     """The store's endpoint refuses connections for 3 s while a file is
     written: the write is retried and goes through; with a patience of 1 s
@@ -232,6 +234,7 @@ def test_a_store_that_stops_answering_for_a_while_is_waited_for(s3, monkeypatch)
         storage._root_filesystem.cache_clear()
 
 
+@pytest.mark.slow  # waits out a 3 s outage
 def test_ray_storage_in_a_bucket_keeps_its_patience_in_the_process_it_is_pickled_into(
         s3, monkeypatch):
     """Ray Train and Tune get a bucket's folder as a path and the product's

@@ -2,10 +2,13 @@
 come first, and neither waits on the other for CPUs."""
 import time
 
+import pytest
 import ray
 
 from components.train import training_actor
 from components.train.workers import WorkerGroup
+
+pytestmark = pytest.mark.slow  # the suite's local Ray and its actors
 
 
 @ray.remote(num_cpus=2)

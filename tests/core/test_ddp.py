@@ -162,6 +162,7 @@ def run_workers(world_size: int, initial: Path, out_dir: Path,
 
 
 # clip 0.05 is far below these gradients' norms, so clipping is active
+@pytest.mark.slow  # two worker processes: 15 s each
 @pytest.mark.parametrize("clip", [None, 0.05])
 def test_two_ddp_workers_match_one_worker_after_a_step_on_the_same_global_batch(tmp_path, clip):
     torch.manual_seed(0)
@@ -197,6 +198,7 @@ def test_one_worker_on_the_concatenated_shards_differs_from_one_shard_alone(tmp_
     assert not torch.allclose(whole.state_dict()[weight], part.state_dict()[weight], atol=1e-6)
 
 
+@pytest.mark.slow  # two worker processes
 def test_two_sampled_ddp_workers_keep_the_same_embedding_rows(tmp_path):
     """Each worker samples its own neighbourhoods, so each steps other
     embedding rows; DDP all-reduces the sparse row gradients (gloo), and

@@ -69,6 +69,7 @@ def test_evaluate_scores_each_positive_against_its_own_pairs_in_any_chunking():
     assert expected["heart_mrr"] == pytest.approx((1 / 1 + 1 / 3 + 1 / 1.5) / 3)
 
 
+@pytest.mark.slow  # 5 s on one core
 def test_split_metrics_rank_each_part_against_its_own_negatives(ddi_standin_split):
     split = ddi_standin_split
     hard = split_heart_negatives(split, num_negatives=6)
@@ -88,6 +89,7 @@ def test_split_metrics_rank_each_part_against_its_own_negatives(ddi_standin_spli
         scorer, split.test_pos, hard.negatives["test"])["heart_mrr"]
 
 
+@pytest.mark.slow  # 5 s on one core
 def test_the_filtered_mode_s_keys_carry_its_name(ddi_standin_split):
     hard = split_heart_negatives(ddi_standin_split, num_negatives=6, mode="heart_filtered")
     metrics = heart_split_metrics(lambda pairs: pairs.float().sum(dim=1), hard)

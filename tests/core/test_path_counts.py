@@ -39,7 +39,10 @@ def test_the_table_counts_the_paths_of_a_graph_and_of_a_graph_less_some_edges(
     assert torch.equal(path3_counts(reduced, pairs), walked(reduced, pairs))
 
 
-@pytest.mark.parametrize("seed,num_nodes,num_edges", [(0, 15, 40), (1, 40, 300), (2, 60, 150)])
+# the two larger graphs take 15-20 s each (every pair counted by membership tests): slow tier
+@pytest.mark.parametrize("seed,num_nodes,num_edges", [
+    (0, 15, 40), pytest.param(1, 40, 300, marks=pytest.mark.slow),
+    pytest.param(2, 60, 150, marks=pytest.mark.slow)])
 def test_the_kept_counts_of_every_edge_are_those_counted_pair_by_pair(seed, num_nodes, num_edges):
     """Training's pairs that are edges read the graph's counts of every
     edge (both directions); the others are counted as before."""
@@ -57,6 +60,7 @@ def test_the_kept_counts_of_every_edge_are_those_counted_pair_by_pair(seed, num_
     torch.testing.assert_close(kept, paths(dense(edges, num_nodes), pairs))
 
 
+@pytest.mark.slow  # 11 s on one core
 def test_a_training_pair_counts_its_paths_on_the_input_graph_less_its_own_edge_alone():
     """The edge level's training groups remove their positives; a pair's
     paths of length 3 are still those of the input graph less the pair's

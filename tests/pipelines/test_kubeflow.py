@@ -41,6 +41,7 @@ def test_pipeline_compiles_to_yaml_naming_the_four_stages_and_the_sweep(tmp_path
     assert {f"exec-{name}" for name in (*STAGES, "sweep")} <= set(executors)
 
 
+@pytest.mark.slow  # the whole command, compiling: 4 s
 def test_compiling_for_a_cluster_warns_of_a_default_image_and_a_tracking_store_no_pod_sees(
         tmp_path, monkeypatch, capsys):
     for name in ("PLNLP_IMAGE", "MLFLOW_TRACKING_URI"):
@@ -69,6 +70,7 @@ def test_compiling_for_a_cluster_warns_of_a_default_image_and_a_tracking_store_n
         in capsys.readouterr().err
 
 
+@pytest.mark.slow  # the whole command, compiling: 3 s
 def test_compiled_steps_request_cpus_memory_a_cache_volume_and_a_secret(tmp_path):
     argv = ["--compile", str(tmp_path / "plnlp.yaml"), "--num-workers", "2",
             "--cpus-per-worker", "3", "--memory", "12Gi", "--cache-volume", "plnlp-cache",
@@ -109,6 +111,7 @@ def test_a_work_folder_in_object_storage_flows_into_the_compiled_pipeline_with_i
             pair["envVar"] for pair in secret["keyToEnv"]}
 
 
+@pytest.mark.slow  # the whole command, compiling four times: 5 s
 def test_the_compiled_defaults_run_on_the_pods_they_get(tmp_path, capsys):
     def defaults(*flags: str) -> dict:
         assert main(["--compile", str(tmp_path / "plnlp.yaml"), *flags]) == 0
