@@ -223,7 +223,7 @@ def test_edge_level_fit_on_the_ddi_standin_lowers_the_loss_and_evaluates(ddi_sta
      "has none; set predictor=mlp, or leave edge_counts unset and edge_path_length at 2."),
     (dict(encoder="sum", embedding_dim=32, hidden_channels=64),
      "encoder sum has no weights, so the node input's size (32) must equal hidden_channels (64); "
-     "set embedding_dim to 64 with node_input=embedding."),
+     "set embedding_dim to 64 with node_input=embedding, or input_projection to 64."),
     (dict(encoder_level="edge", predictor="mlp", edge_path_length=4),
      "edge_path_length must be 2 (common neighbours) or 3 (also paths of length 3), got 4."),
     (dict(edge_path_length=3),

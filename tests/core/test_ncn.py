@@ -173,7 +173,7 @@ def test_encoder_edge_dropout_drops_entries_by_direction_in_training_only(graph)
      "encoder_edge_dropout must be in [0, 1), got 1.0."),
     (dict(encoder="pure_gcn", embedding_dim=8, hidden_channels=16),
      "encoder pure_gcn has no weights, so the node input's size (8) must equal hidden_channels "
-     "(16); set embedding_dim to 16 with node_input=embedding."),
+     "(16); set embedding_dim to 16 with node_input=embedding, or input_projection to 16."),
 ])
 def test_encoder_options_the_encoder_cannot_serve_are_refused(changes, sentence):
     with pytest.raises(PLNLPError) as error:
