@@ -128,7 +128,9 @@ class _Clue:
 
 
 def _known() -> list[DatasetInfo]:
-    return [DATASETS.get(name) for name in DATASETS.names]
+    """OGB's datasets in the catalogue (a Planetoid graph has no OGB layout)."""
+    infos = (DATASETS.get(name) for name in DATASETS.names)
+    return [info for info in infos if info.family == "ogb"]
 
 
 def _refuse_other_dataset(info: DatasetInfo, folder: Path, clues: Iterable[_Clue | None]) -> None:

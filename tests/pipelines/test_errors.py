@@ -62,6 +62,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CATALOG = REPO_ROOT / "docs" / "errors.md"
 STANDIN = ["--set", "embedding_dim=16", "--set", "hidden_channels=16",
            "--set", "predictor_hidden=16", "--set", "batch_size=64", "--set", "epochs=2"]
+# a graph with node features starts from own.yaml's features preset, whose linear input layer
+# must meet the weight-free encoder's width
+FEATURES_STANDIN = ["--set", "input_projection=16"]
 REFUSE_WITHIN_S = 30
 
 
@@ -1868,19 +1871,19 @@ BAD_GRAPHS: dict[str, Callable[[Path], list[str]]] = {
     "own-features-uncovered": lambda tmp: [
         str(write(tmp / "g.csv", "src,dst\n" + ring_edges(60))), "--node-features",
         str(write(tmp / "f.csv", "id,a\n" + "".join(f"{i},0.5\n" for i in range(59)))),
-        "--set", "node_input=both"],
+        "--set", "node_input=both", *FEATURES_STANDIN],
     "own-no-time": lambda tmp: [str(write(tmp / "g.csv", "src,dst\n" + ring_edges(40))),
                                 "--split", "time:0.8,0.1,0.1"],
     "own-features-not-one-hot": lambda tmp: [
         str(write(tmp / "g.csv", "src,dst\n" + ring_edges(60))), "--node-features",
         str(write(tmp / "f.csv", "id,a,b,c\n" + "".join(
             f"{i},1,{int(i == 7)},0\n" for i in range(60)))),
-        "--set", "node_input=features", "--set", "feature_categories=3"],
+        "--set", "node_input=features", "--set", "feature_categories=3", *FEATURES_STANDIN],
     "own-features-category-out-of-range": lambda tmp: [
         str(write(tmp / "g.csv", "src,dst\n" + ring_edges(60))), "--node-features",
         str(write(tmp / "f.csv", "id,species\n" + "".join(
             f"{i},{5 if i == 11 else i % 3}\n" for i in range(60)))),
-        "--set", "node_input=features", "--set", "feature_categories=3"],
+        "--set", "node_input=features", "--set", "feature_categories=3", *FEATURES_STANDIN],
 }
 
 
