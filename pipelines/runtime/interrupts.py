@@ -142,7 +142,9 @@ class InterruptRecord:
     RUNNING, see :func:`record_killed`), then watches Ray: where its GCS no
     longer answers :data:`RAY_GONE_GRACE_S` after the signal and the
     clean-up has not ended (:meth:`close`), it ends the process itself
-    (:meth:`end_now`)."""
+    (:meth:`end_now`). A Ray this process shut down ends the watch: no
+    call can wait on it any more, and a process that goes on after the
+    signal (a library's caller) must not be ended when its Ray stops."""
 
     def __init__(self, signum: int, received_at: float, run_id: str | None) -> None:
         self.signum, self.received_at, self.run_id = signum, received_at, run_id
@@ -160,6 +162,8 @@ class InterruptRecord:
             return
         wait = self.received_at + RAY_GONE_GRACE_S - time.time()
         while not self._closed.wait(max(0.0, wait)):
+            if not ray.is_initialized():  # shut down by this process: no call waits on it
+                return
             if not gcs_answers(self._gcs):
                 self.end_now(self.signum, ray_cleanup.UNDELIVERED_NOTE)
             wait = 1.0

@@ -86,6 +86,7 @@ def test_the_first_signal_goes_to_the_librarys_handler_and_the_block_end_raises(
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(5)
         assert handled == [signal.SIGINT]
+    guard.record.close()  # no clean-up follows here to end the record's watch on Ray
 
 
 class InterruptedTuner:
