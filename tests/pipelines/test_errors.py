@@ -55,7 +55,8 @@ from pipelines.tune import main as tune_main
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
-from tests.processes import TrackingServer, free_port, pipeline_env, process_group
+from plnlp_testing.processes import free_port, pipeline_env, process_group
+from plnlp_testing.tracking_server import TrackingServer
 from tests.standin import write_collab_standin, write_ddi_standin
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -2168,7 +2169,7 @@ def test_predict_refuses_a_store_that_does_not_exist_and_makes_none(mlflow_store
 def object_stores(tmp_path_factory):
     """An S3 server that refuses every key it did not issue, and a plain one
     with a bucket ``work``."""
-    from tests.object_store import make_bucket, s3_server
+    from plnlp_testing.object_store import make_bucket, s3_server
 
     folder = tmp_path_factory.mktemp("s3")
     with s3_server(folder, checks_keys=True) as strict, s3_server(folder) as plain:
@@ -2180,7 +2181,7 @@ def object_stores(tmp_path_factory):
 def pointed_at(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """This process reaches object storage at ``endpoint`` for the block."""
     from components.storage import location as storage
-    from tests.object_store import s3_env
+    from plnlp_testing.object_store import s3_env
 
     for key, value in s3_env(endpoint).items():
         monkeypatch.setenv(key, value)
@@ -2233,7 +2234,7 @@ def test_object_storage_that_cannot_be_used_is_refused_before_any_work(
     """Before Ray starts (RAY_ADDRESS points nowhere and is never reached),
     and nothing is written that a later run would trust."""
     from components.storage import location as storage
-    from tests.object_store import bucket_keys
+    from plnlp_testing.object_store import bucket_keys
 
     strict, plain = object_stores
     endpoint = {"strict": strict, "plain": plain, "aws": plain,
@@ -2351,10 +2352,11 @@ def test_a_server_away_past_the_patience_fails_the_run_and_resume_logs_what_it_m
 @contextmanager
 def run_beside_a_store(ddi_root: Path, tmp_path: Path, *flags: str, **extra_env: str):
     """ddi ``smoke`` with a checkpoint every epoch, its work folder in a
-    bucket reached through a :class:`~tests.object_store.PausableProxy`
+    bucket reached through a :class:`~plnlp_testing.proxy.PausableProxy`
     (up), run as a user runs it, with ``flags``: the proxy, the process,
     its log, its environment and its SQLite store's URI."""
-    from tests.object_store import PausableProxy, make_bucket, s3_env, s3_server
+    from plnlp_testing.object_store import make_bucket, s3_env, s3_server
+    from plnlp_testing.proxy import PausableProxy
 
     with s3_server(tmp_path) as endpoint:
         make_bucket(endpoint, "work")
