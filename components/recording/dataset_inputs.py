@@ -7,6 +7,7 @@ columns and its profile the counts of nodes, edges, negatives and pairs.
 MLflow's run page lists them under "Datasets used"; a run's
 ``inputs.dataset_inputs`` reads them back."""
 import json
+import time
 import warnings
 from collections.abc import Sequence
 
@@ -21,6 +22,7 @@ from mlflow.types import ColSpec, DataType, Schema
 from components.storage.split_inputs import SplitInput
 
 PAIR_SCHEMA = Schema([ColSpec(DataType.long, "src"), ColSpec(DataType.long, "dst")])
+LOG_INPUT_ATTEMPTS = 3
 
 
 class SplitDataset(MetaDataset):
@@ -45,7 +47,30 @@ def log_dataset_inputs(splits: Sequence[SplitInput]) -> None:
     context (MLflow keeps one record per dataset and context: logging them
     again, as a resumed run does, adds none)."""
     for split in splits:
-        mlflow.log_input(SplitDataset(split), context=split.context)
+        _log_input(SplitDataset(split), split.context)
+
+
+def _log_input(dataset: SplitDataset, context: str) -> None:
+    """``mlflow.log_input``, tried again when it lost a race: the store makes
+    a dataset's one record of an experiment when a run first logs it, and of
+    two runs that log it at once (a sweep's trials) one breaks the
+    record's unique key; tried again, it finds the record made."""
+    for attempt in range(1, LOG_INPUT_ATTEMPTS + 1):
+        try:
+            mlflow.log_input(dataset, context=context)
+            return
+        except MlflowException as error:
+            if attempt == LOG_INPUT_ATTEMPTS or not _lost_a_race(error):
+                raise
+            time.sleep(0.1 * attempt)
+
+
+def _lost_a_race(error: MlflowException) -> bool:
+    """Whether the store refused an insert for a row another run made meanwhile
+    (SQLite's, PostgreSQL's and MySQL's words for it)."""
+    said = str(error).lower()
+    return any(words in said for words in ("unique constraint", "duplicate key",
+                                           "duplicate entry"))
 
 
 def data_source(uri: str) -> DatasetSource:

@@ -7,6 +7,7 @@ import mlflow
 import numpy as np
 import pandas as pd
 import pytest
+from mlflow.exceptions import MlflowException
 
 from components.load import OwnGraphOptions, load_inputs, own_load_inputs
 from components.recording.dataset_inputs import log_dataset_inputs
@@ -134,3 +135,42 @@ def test_a_source_in_object_storage_or_unknown_is_named(uri):
     from components.recording.dataset_inputs import data_source
 
     assert uri in data_source(uri).to_json()
+
+
+def test_a_run_that_loses_the_race_to_make_the_dataset_record_logs_it_all_the_same(
+        tmp_path, mlflow_store, monkeypatch):
+    """Two trials of a sweep logging the same split at once: the store's
+    insert of its one record broke the unique key in the slower (SQLite:
+    ``UNIQUE constraint failed: datasets...``), which failed that trial."""
+    entry = own_entry(tmp_path, edge_list(tmp_path), 0)
+    meta = DatasetMeta.from_json(entry.read_text("meta.json"))
+    real, calls = mlflow.log_input, []
+
+    def loses_the_first_race(dataset, context):
+        calls.append(context)
+        if len(calls) == 1:  # the other trial's record was made meanwhile
+            real(dataset, context=context)
+            raise MlflowException("(sqlite3.IntegrityError) UNIQUE constraint failed: "
+                                  "datasets.experiment_id, datasets.name, datasets.digest")
+        real(dataset, context=context)
+
+    monkeypatch.setattr(mlflow, "log_input", loses_the_first_race)
+    with mlflow.start_run() as run:
+        log_dataset_inputs(split_inputs(entry.location, meta))
+    assert len(mlflow.get_run(run.info.run_id).inputs.dataset_inputs) == 3
+    assert len(calls) == 4  # the first split's log tried again, once
+
+
+def test_a_store_error_that_is_no_race_is_raised_at_once(tmp_path, mlflow_store, monkeypatch):
+    entry = own_entry(tmp_path, edge_list(tmp_path), 0)
+    meta = DatasetMeta.from_json(entry.read_text("meta.json"))
+    calls = []
+
+    def refuses(dataset, context):
+        calls.append(context)
+        raise MlflowException("the store is read-only")
+
+    monkeypatch.setattr(mlflow, "log_input", refuses)
+    with mlflow.start_run(), pytest.raises(MlflowException, match="read-only"):
+        log_dataset_inputs(split_inputs(entry.location, meta))
+    assert len(calls) == 1
