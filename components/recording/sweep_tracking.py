@@ -5,10 +5,11 @@ FAILED with the reason), and the parent's summary: the best trial, a table
 of every trial and the plots. An interrupted sweep keeps the trials that
 ended (see :func:`recorded_outcomes`), and a resumed one goes on with the
 others."""
+import contextlib
 import json
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -142,6 +143,24 @@ def unfinished_trial_run(parent_run_id: str, trial_id: str) -> str | None:
     outcome), which the trial of a resumed sweep goes on in."""
     run = trial_runs(parent_run_id).get(trial_id)
     return run.info.run_id if run is not None and OUTCOME_TAG not in run.data.tags else None
+
+
+@contextlib.contextmanager
+def killed_with_its_sweep(parent_run_id: str) -> Iterator[None]:
+    """Around a trial's active run: an error that ends the block after the
+    sweep's run ``parent_run_id`` was marked KILLED (an interrupt of the
+    sweep, whose Ray ends under the trial) ends the trial's run KILLED, as
+    the interrupt marked it, not FAILED, as the error would when it leaves
+    the run's ``with`` block after that marking; the error is raised."""
+    try:
+        yield
+    except BaseException:
+        sweep = MlflowClient().get_run(parent_run_id)
+        if sweep.info.status == "KILLED":
+            if FAILURE_TAG in sweep.data.tags:
+                mlflow.set_tag(FAILURE_TAG, sweep.data.tags[FAILURE_TAG])
+            mlflow.end_run(status="KILLED")
+        raise
 
 
 def close_trial_runs(parent_run_id: str) -> tuple[dict[str, TrialOutcome], dict[str, str]]:

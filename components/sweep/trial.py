@@ -14,7 +14,11 @@ from ray.util.queue import Queue
 from components.artifacts import DatasetArtifact
 from components.recording.names import TRIAL_TAG
 from components.recording.runs import ActiveRun, start_run, use_tracking_uri
-from components.recording.sweep_tracking import trial_run_name, unfinished_trial_run
+from components.recording.sweep_tracking import (
+    killed_with_its_sweep,
+    trial_run_name,
+    unfinished_trial_run,
+)
 from components.recording.tracking import log_config
 from components.sweep.reporter import CONTROLLER, EPOCH, SweepReporter
 from components.train_and_evaluate import train_and_evaluate
@@ -79,7 +83,7 @@ class SweepTrial(tune.Trainable):
             reporters.append(AwaitDecision(self.reports, self.stop))
         try:
             use_tracking_uri(options["tracking_uri"])
-            with self._trial_run() as run:
+            with self._trial_run() as run, killed_with_its_sweep(options["parent_run_id"]):
                 if not run.data.params:  # a new run: one going on holds its settings
                     log_config(config, options["params"])
                 self.final = train_and_evaluate(

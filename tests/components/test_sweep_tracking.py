@@ -15,6 +15,7 @@ from components.recording.names import (
 from components.recording.sweep_tracking import (
     TrialOutcome,
     close_trial_runs,
+    killed_with_its_sweep,
     log_sweep_summary,
     record_outcome,
     recorded_outcomes,
@@ -150,3 +151,26 @@ def test_trials_csv_and_the_epoch_plot_name_each_trial_by_its_settings(
                                                          str(tmp_path))
     assert list(pd.read_csv(csv)["trial"]) == names
     assert legends == [names]
+
+
+@pytest.mark.parametrize(("sweep_status", "trial_status"), [("KILLED", "KILLED"),
+                                                            ("RUNNING", "FAILED")])
+def test_a_trial_that_errs_after_its_sweep_was_killed_ends_killed(mlflow_store, sweep_status,
+                                                                   trial_status):
+    """A whole-group SIGTERM ends the trials' Ray under them: a trial's error
+    then left its run FAILED after the driver had marked it KILLED. An error
+    in a sweep that was not interrupted still fails the trial."""
+    client = MlflowClient()
+    sweep = client.create_run(client.get_experiment_by_name("Default").experiment_id)
+    sweep_id = sweep.info.run_id
+    client.set_tag(sweep_id, FAILURE_TAG, "interrupted by SIGTERM")
+    client.set_terminated(sweep_id, sweep_status)
+    with pytest.raises(SystemExit):
+        with mlflow.start_run(parent_run_id=sweep_id, tags={TRIAL_TAG: "t0"}) as trial, \
+                killed_with_its_sweep(sweep_id):
+            raise SystemExit(1)  # what Ray's SIGTERM handler raises in a worker
+    ended = client.get_run(trial.info.run_id)
+    assert ended.info.status == trial_status
+    assert (ended.data.tags.get(FAILURE_TAG) == "interrupted by SIGTERM") == (
+        trial_status == "KILLED")
+    assert mlflow.active_run() is None
