@@ -6,6 +6,7 @@ logged and registered. Nothing outside the recording wing imports MLflow:
 it reads through here (and checks the store through
 :mod:`components.recording.store`)."""
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +33,18 @@ def active_run_info() -> RunInfo | None:
     """The innermost active run's info (its id, name, experiment), or ``None``."""
     run = mlflow.active_run()
     return None if run is None else run.info
+
+
+def main_thread_run_id() -> str | None:
+    """The main thread's innermost active run's id, read from any thread (a
+    signal's watcher): MLflow keeps each thread's active runs apart, and
+    :func:`active_run_info` sees only the caller's."""
+    if threading.current_thread() is threading.main_thread():
+        run = mlflow.active_run()
+        return run and run.info.run_id
+    stacks = mlflow.tracking.fluent._active_run_stack.get_all_thread_values()
+    stack = stacks.get(threading.main_thread().ident) or []
+    return stack[-1].info.run_id if stack else None
 
 
 def get_run(run_id: str) -> Run:

@@ -32,7 +32,13 @@ from components.recording.names import (
     INTERRUPTED_TAG,
     TUNE_STATE_TAG,
 )
-from components.recording.reads import active_run_info, child_runs, get_run, metric_history
+from components.recording.reads import (
+    active_run_info,
+    child_runs,
+    get_run,
+    main_thread_run_id,
+    metric_history,
+)
 from components.recording.runs import end_other_run, end_run
 from components.storage.location import Location
 from components.train.checkpoints import resumable_epoch
@@ -66,6 +72,9 @@ class SignalGuard:
         self._handing_over = False  # inside library_stops_first
         self._library_handler: Callable | None = None
         self.record: InterruptRecord | None = None  # the runs' end, recorded at the signal
+        self._noting = threading.Lock()
+        self._handled = 0  # signals the main thread's handler ran for
+        self._wakeup: SignalWakeup | None = None
 
     def __enter__(self) -> "SignalGuard":
         if threading.current_thread() is threading.main_thread():
@@ -75,31 +84,70 @@ class SignalGuard:
                 _install_handler(signum, self._handle)
             signal.signal = _guarded_signal
             _GUARDS.append(self)
+            self._wakeup = SignalWakeup(self._note)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         if self._previous:
+            self._wakeup.close()
             _GUARDS.remove(self)
             signal.signal = self._previous_signal
             for signum, handler in self._previous.items():
                 _install_handler(signum, handler)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.received is None:
+        self._note(signum)
+        self._handled += 1
+        if self._handled == 1 and self._library_handler is not None:  # the library stops first
+            handler, self._library_handler = self._library_handler, None
+            handler(signal.SIGINT, frame)
+            return
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    def _note(self, signum: int) -> None:
+        """Records the first signal and starts recording the runs' end, from
+        whichever thread sees it first: the main thread's handler, or the
+        :class:`SignalWakeup` thread while the main thread waits in Ray's
+        native code, which runs no handler until it returns, and which may
+        end the process meanwhile once Ray's processes have ended with the
+        signal's process group."""
+        with self._noting:
+            if self.received is not None:
+                return
             self.received, self.received_at = signum, time.time()
             ray_cleanup.begin()
-            run = active_run_info()
-            self.record = InterruptRecord(signum, self.received_at, run and run.run_id)
-            if self._library_handler is not None:  # the library stops first
-                handler, self._library_handler = self._library_handler, None
-                handler(signal.SIGINT, frame)
-                return
-        raise KeyboardInterrupt(signal.Signals(signum).name)
+            self.record = InterruptRecord(signum, self.received_at, main_thread_run_id())
 
     def raise_if_received(self) -> None:
         """For code that swallowed the ``KeyboardInterrupt``: raises it again."""
         if self.received is not None:
             raise KeyboardInterrupt(signal.Signals(self.received).name)
+
+
+class SignalWakeup:
+    """A thread that learns of SIGINT and SIGTERM as the signal arrives:
+    Python's C handler writes each signal's number to a pipe
+    (``signal.set_wakeup_fd``) at once, whereas Python's own handlers wait
+    for the main thread to run Python code again. Calls ``note(signum)``
+    for each; :meth:`close` restores the wake-up descriptor it replaced."""
+
+    def __init__(self, note: Callable[[int], None]) -> None:
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._write, False)  # as set_wakeup_fd requires
+        self._previous = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+        self._note = note
+        threading.Thread(target=self._run, daemon=True, name="signal-wakeup").start()
+
+    def _run(self) -> None:
+        while data := os.read(self._read, 64):
+            for signum in data:
+                if signum in SIGNALS:
+                    self._note(signum)
+        os.close(self._read)
+
+    def close(self) -> None:
+        signal.set_wakeup_fd(self._previous)
+        os.close(self._write)  # the thread reads the end and closes its side
 
 
 def _guarded_signal(signum: int, handler: object) -> object:
