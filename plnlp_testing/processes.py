@@ -2,6 +2,7 @@
 process group, a free port, the wait for a server to answer, the
 environment of a process that starts its own Ray, and the training
 processes of a Ray node."""
+import contextlib
 import os
 import signal
 import subprocess
@@ -16,8 +17,8 @@ import psutil
 
 from pipelines.runtime.ray_cluster import free_port
 
-__all__ = ["free_port", "pipeline_env", "process_group", "training_processes",
-           "wait_for_http"]
+__all__ = ["all_ended", "descendants", "free_port", "pipeline_env", "process_group",
+           "training_processes", "wait_for_http"]
 
 TRAINING_PROCESSES = ("ray::RayTrainWorker", "ray::TrainingActor")
 
@@ -25,19 +26,35 @@ TRAINING_PROCESSES = ("ray::RayTrainWorker", "ray::TrainingActor")
 @contextmanager
 def process_group(argv: list[str], env: dict[str, str], cwd: Path, log: Path,
                   ) -> Iterator[subprocess.Popen]:
-    """``argv`` in its own process group (its Ray too); whatever of the group
-    is left at the end is killed, never another process."""
+    """``argv`` in its own process group; whatever of the group, and of the
+    processes it started (a local Ray's, in sessions of their own), is left
+    at the end is killed, never another process."""
     with log.open("w") as out:
         process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
                                    start_new_session=True)
         try:
             yield process
         finally:
-            try:
+            for each in descendants(process.pid):
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    each.kill()
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             process.wait()
+
+
+def descendants(pid: int) -> list[psutil.Process]:
+    """The processes ``pid`` started, and theirs, still running."""
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def all_ended(processes: list[psutil.Process], within_s: float = 20) -> bool:
+    """Whether every one of ``processes`` ends within ``within_s`` seconds."""
+    _, alive = psutil.wait_procs(processes, timeout=within_s)
+    return not alive
 
 
 def wait_for_http(url: str, log: Path, timeout: float, any_status: bool = False) -> None:

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import grpc
 import psutil
 import ray
+from ray._private import services as ray_services
 from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
 from components.recording.store import PROBE_TIMEOUT_S, connection_detail
@@ -87,7 +88,14 @@ def start_local_ray(logging_level: int) -> None:
     laptop's start (and without Ray's notice that its token authentication
     is on, unless ``logging_level`` is INFO, as ``--verbose`` gives), unless
     ``PLNLP_RAY_DASHBOARD=1`` asks for it: it then listens on 127.0.0.1 and
-    its address is printed."""
+    its address is printed.
+
+    Ray's processes start in a session of their own (:class:`OwnSessionPopen`),
+    so that a signal to the command's process group (``timeout``, Slurm, a
+    terminal's Ctrl-C, ``kill -TERM -- -PGID``) reaches the driver alone,
+    which then records its runs' end and shuts this Ray down itself, every
+    epoch delivered; they still end with the driver (Ray starts them with
+    ``PR_SET_PDEATHSIG``), a SIGKILLed one included."""
     port = free_port()
     address = f"{ray.util.get_node_ip_address()}:{port}"
     dashboard = os.environ.get(DASHBOARD_VARIABLE, "").strip() in ("1", "true", "yes")
@@ -96,7 +104,8 @@ def start_local_ray(logging_level: int) -> None:
         logging.getLogger(TOKEN_NOTICE_LOGGER).addFilter(
             lambda record: not record.getMessage().startswith(TOKEN_NOTICE))
     try:
-        with mock.patch.dict(os.environ, {GCS_PORT_VARIABLE: str(port), "RAY_ADDRESS": address}):
+        with mock.patch.dict(os.environ, {GCS_PORT_VARIABLE: str(port), "RAY_ADDRESS": address}), \
+                mock.patch.object(ray_services, "ConsolePopen", OwnSessionPopen):
             context = ray.init(address="local", ignore_reinit_error=True,
                                logging_level=logging_level, include_dashboard=dashboard,
                                dashboard_host="127.0.0.1")
@@ -106,6 +115,15 @@ def start_local_ray(logging_level: int) -> None:
     if dashboard and context.dashboard_url:
         print(f"Ray dashboard  http://{context.dashboard_url} while this run lasts (it asks "
               "for Ray's token: `ray get-auth-token` prints it)", flush=True)
+
+
+class OwnSessionPopen(ray_services.ConsolePopen):
+    """The ``Popen`` Ray starts a local node's processes with (GCS, raylet,
+    and through the raylet the workers), each in a session of its own, as
+    Ray itself puts them in a process group of their own on Windows."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, start_new_session=True, **kwargs)
 
 
 def stop_started_processes(running: set[psutil.Process], grace_s: float = 5.0) -> None:

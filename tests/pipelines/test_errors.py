@@ -4,6 +4,7 @@ its exit code, what becomes of the MLflow run and the test here that asserts
 them; :func:`test_the_catalog_lists_exactly_these_entries` keeps the catalog
 and the tests in step. Interrupts, unreachable services, GPU memory and two
 runs sharing one SQLite store are tested here too."""
+import contextlib
 import errno
 import functools
 import http.server
@@ -29,6 +30,7 @@ from pathlib import Path
 import grpc
 import mlflow
 import numpy as np
+import psutil
 import pytest
 import torch
 from mlflow.tracking import MlflowClient
@@ -55,7 +57,13 @@ from pipelines.tune import main as tune_main
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
-from plnlp_testing.processes import free_port, pipeline_env, process_group
+from plnlp_testing.processes import (
+    all_ended,
+    descendants,
+    free_port,
+    pipeline_env,
+    process_group,
+)
 from plnlp_testing.tracking_server import TrackingServer
 from tests.standin import write_collab_standin, write_ddi_standin
 
@@ -515,11 +523,7 @@ ENTRIES: dict[str, Entry] = {
     "interrupted-with-ray": Entry(
         "the epochs printed after those logged were not delivered: Ray ended with the driver; "
         "go on with: python pipelines/run.py --resume ", 143, "KILLED",
-        "test_sigterm_to_the_whole_process_group_kills_the_run_within_seconds"),
-    "interrupted-sweep-with-ray": Entry(
-        "ended; the epochs printed after those logged were not delivered: Ray ended with the "
-        "driver; go on with --resume ", 143, "KILLED",
-        "test_sigterm_to_a_sweep_s_whole_process_group_kills_its_runs_within_seconds"),
+        "test_sigterm_to_every_process_of_the_run_kills_it_within_seconds"),
     "ray-gone": failure("error: the local Ray's GCS stopped answering during the run (Ray ended "
                         "under the driver)",
                         "test_a_ray_that_dies_under_the_run_fails_it_with_one_sentence"),
@@ -1568,9 +1572,10 @@ def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_i
     with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "first.log")
         time.sleep(2)  # a checkpoint after the first one
+        ray_processes = descendants(process.pid)
         os.killpg(process.pid, signal.SIGINT)
         code = process.wait(timeout=60)
-        assert group_is_gone(process.pid), "Ray outlived the interrupted job"
+        assert all_ended(ray_processes), "Ray outlived the interrupted job"
     output = (tmp_path / "first.log").read_text()
     err = [line for line in output.splitlines() if line.startswith(("interrupted:", "error:"))]
     assert_refused("interrupted-sigint", code, "\n".join(err),
@@ -1618,7 +1623,9 @@ def test_a_lost_driver_s_run_is_marked_and_resume_goes_on_from_its_newest_checkp
     with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "first.log")
         time.sleep(2)  # a checkpoint after the first one
-        os.killpg(process.pid, signal.SIGKILL)
+        for each in [psutil.Process(process.pid), *descendants(process.pid)]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                each.kill()  # the whole machine's processes of the job at once
         process.wait(timeout=60)
         driver = process.pid
         assert group_is_gone(driver), "a process of the killed job still runs"
@@ -1658,9 +1665,10 @@ def test_sigterm_to_the_driver_during_training_kills_the_run_with_the_epoch_reac
         time.sleep(1.5)  # epochs printed since the one logged
         printed = max(int(n) for n in re.findall(r"epoch (\d+)/200",
                                                  (tmp_path / "run.log").read_text()))
+        ray_processes = descendants(process.pid)
         os.kill(process.pid, signal.SIGTERM)
         code = process.wait(timeout=60)
-        assert group_is_gone(process.pid), "Ray outlived the terminated job"
+        assert all_ended(ray_processes), "Ray outlived the terminated job"
     output = (tmp_path / "run.log").read_text()
     assert "\x1b[" not in output  # a log file gets no colour codes
     own_lines = [line for line in output.splitlines() if "pid=" not in line]  # not Ray's
@@ -1684,7 +1692,40 @@ def own_lines(log: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_sigterm_to_the_whole_process_group_kills_the_run_within_seconds(ddi_root, tmp_path):
-    """``timeout``, Slurm, systemd and Kubernetes signal the whole group: the
+    """``timeout``, Slurm and a terminal signal the command's whole process
+    group: the local Ray runs in sessions of its own, so the signal reaches
+    the driver alone, which marks the run KILLED with every printed epoch
+    delivered, shuts Ray down and exits 143 within 10 s."""
+    argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=200",
+                                        "max_batches_per_epoch=2", "checkpoint_every=1")
+    with process_group(argv, env, tmp_path, tmp_path / "run.log") as process:
+        wait_for_a_logged_epoch(process, database, tmp_path / "run.log")
+        ray_processes = descendants(process.pid)
+        os.killpg(process.pid, signal.SIGTERM)
+        signalled = time.monotonic()
+        code = process.wait(timeout=60)
+        took = time.monotonic() - signalled
+        assert all_ended(ray_processes), "Ray outlived the terminated job"
+    lines = own_lines(tmp_path / "run.log")
+    printed = max(int(n) for n in re.findall(r"epoch (\d+)/200",
+                                             (tmp_path / "run.log").read_text()))
+    assert not any("Traceback" in line or "GCS" in line for line in lines), lines[-20:]
+    err = [line for line in lines if line.startswith(("interrupted:", "error:"))]
+    assert code == 143 and len(err) == 1, lines[-20:]
+    assert ENTRIES["interrupted-sigterm"].expected in err[0]
+    assert took <= 10, f"the group's SIGTERM took {took:.1f} s to end the command"
+    killed = only_run(f"sqlite:///{database}")
+    assert killed.info.status == "KILLED"
+    assert killed.data.tags[FAILURE_TAG] == "interrupted by SIGTERM"
+    steps = sorted(m.step for m in MlflowClient(f"sqlite:///{database}").get_metric_history(
+        killed.info.run_id, "train_loss"))
+    assert steps == list(range(1, len(steps) + 1)) and steps[-1] >= printed
+    assert f"logged through epoch {steps[-1]};" in err[0]
+
+
+@pytest.mark.slow
+def test_sigterm_to_every_process_of_the_run_kills_it_within_seconds(ddi_root, tmp_path):
+    """systemd and Kubernetes signal every process of the job's cgroup: the
     local Ray (GCS, raylet, the training actor) ends with the driver, so no
     Ray call answers the clean-up. The run is KILLED at once from what the
     driver holds, the epochs it had relayed are in MLflow, and the process
@@ -1693,15 +1734,17 @@ def test_sigterm_to_the_whole_process_group_kills_the_run_within_seconds(ddi_roo
                                         "max_batches_per_epoch=2", "checkpoint_every=1")
     with process_group(argv, env, tmp_path, tmp_path / "run.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "run.log")
-        os.killpg(process.pid, signal.SIGTERM)
+        for each in [psutil.Process(process.pid), *descendants(process.pid)]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                each.terminate()
         signalled = time.monotonic()
         code = process.wait(timeout=60)
         took = time.monotonic() - signalled
     lines = own_lines(tmp_path / "run.log")
     assert not any("Traceback" in line or "GCS" in line for line in lines), lines[-20:]
     line = assert_refused("interrupted-with-ray", code, "\n".join(lines),
-                          "test_sigterm_to_the_whole_process_group_kills_the_run_within_seconds")
-    assert took <= 10, f"the group's SIGTERM took {took:.1f} s to end the command"
+                          "test_sigterm_to_every_process_of_the_run_kills_it_within_seconds")
+    assert took <= 10, f"the cgroup's SIGTERM took {took:.1f} s to end the command"
     killed = only_run(f"sqlite:///{database}")
     assert killed.info.status == "KILLED"
     assert killed.data.tags[FAILURE_TAG] == "interrupted by SIGTERM"
@@ -1715,9 +1758,9 @@ def test_sigterm_to_the_whole_process_group_kills_the_run_within_seconds(ddi_roo
 @pytest.mark.slow
 def test_sigterm_to_a_sweep_s_whole_process_group_kills_its_runs_within_seconds(
         ddi_root, tmp_path):
-    """The same for ``pipelines/tune.py``: Ray Tune's loop waits on the gone
-    Ray, so the signal's own marking stands: the sweep's run and its
-    running trials KILLED, exit 143 within 10 s, one line."""
+    """The same group signal for ``pipelines/tune.py``: Ray Tune saves its
+    state and stops the trials, the sweep's run and its trials end KILLED,
+    exit 143 within 10 s, one line that says how to go on."""
     database = tmp_path / "mlflow.db"
     env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=f"sqlite:///{database}")
     space = tmp_path / "space.yaml"
@@ -1728,14 +1771,17 @@ def test_sigterm_to_a_sweep_s_whole_process_group_kills_its_runs_within_seconds(
             "--set", "max_batches_per_epoch=2"]
     with process_group(argv, env, tmp_path, tmp_path / "sweep.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "sweep.log", within_s=240)
+        ray_processes = descendants(process.pid)
         os.killpg(process.pid, signal.SIGTERM)
         signalled = time.monotonic()
         code = process.wait(timeout=60)
         took = time.monotonic() - signalled
+        assert all_ended(ray_processes), "Ray outlived the terminated sweep"
     lines = own_lines(tmp_path / "sweep.log")
     assert not any("Traceback" in line or "GCS" in line for line in lines), lines[-20:]
-    assert_refused("interrupted-sweep-with-ray", code, "\n".join(lines),
-                   "test_sigterm_to_a_sweep_s_whole_process_group_kills_its_runs_within_seconds")
+    err = [line for line in lines if line.startswith(("interrupted:", "error:"))]
+    assert code == 143 and len(err) == 1, lines[-20:]
+    assert ENTRIES["interrupted-sweep"].expected in err[0] and "go on with --resume" in err[0]
     assert took <= 10, f"the group's SIGTERM took {took:.1f} s to end the command"
     client = MlflowClient(f"sqlite:///{database}")
     runs = client.search_runs([client.get_experiment_by_name("plnlp-ddi-tune").experiment_id])
@@ -1749,7 +1795,6 @@ def test_a_ray_that_dies_under_the_run_fails_it_with_one_sentence(ddi_root, tmp_
     """The local Ray's GCS killed alone during training: every Ray call of
     the driver would block until Ray's core worker ended it 60 s later, its
     run left RUNNING. The run is FAILED with one sentence within seconds."""
-    import psutil
 
     argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=200",
                                         "max_batches_per_epoch=2", "checkpoint_every=1")
