@@ -1690,6 +1690,21 @@ def own_lines(log: Path) -> list[str]:
     return [line for line in log.read_text().splitlines() if "pid=" not in line]
 
 
+def terminate_the_group_after_an_epoch(process: subprocess.Popen, database: Path, log: Path,
+                                       within_s: float = 150) -> tuple[int, float]:
+    """SIGTERM to ``process``'s group once MLflow holds an epoch, as
+    ``kill -TERM -- -PGID`` sends it; the exit status and the seconds it
+    took, once every process the command had started has ended too."""
+    wait_for_a_logged_epoch(process, database, log, within_s)
+    ray_processes = descendants(process.pid)
+    os.killpg(process.pid, signal.SIGTERM)
+    signalled = time.monotonic()
+    code = process.wait(timeout=60)
+    took = time.monotonic() - signalled
+    assert all_ended(ray_processes), "Ray outlived the terminated command"
+    return code, took
+
+
 @pytest.mark.slow
 def test_sigterm_to_the_whole_process_group_kills_the_run_within_seconds(ddi_root, tmp_path):
     """``timeout``, Slurm and a terminal signal the command's whole process
@@ -1699,13 +1714,7 @@ def test_sigterm_to_the_whole_process_group_kills_the_run_within_seconds(ddi_roo
     argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=200",
                                         "max_batches_per_epoch=2", "checkpoint_every=1")
     with process_group(argv, env, tmp_path, tmp_path / "run.log") as process:
-        wait_for_a_logged_epoch(process, database, tmp_path / "run.log")
-        ray_processes = descendants(process.pid)
-        os.killpg(process.pid, signal.SIGTERM)
-        signalled = time.monotonic()
-        code = process.wait(timeout=60)
-        took = time.monotonic() - signalled
-        assert all_ended(ray_processes), "Ray outlived the terminated job"
+        code, took = terminate_the_group_after_an_epoch(process, database, tmp_path / "run.log")
     lines = own_lines(tmp_path / "run.log")
     printed = max(int(n) for n in re.findall(r"epoch (\d+)/200",
                                              (tmp_path / "run.log").read_text()))
@@ -1770,13 +1779,8 @@ def test_sigterm_to_a_sweep_s_whole_process_group_kills_its_runs_within_seconds(
             "--space", str(space), "--data-root", str(ddi_root), "--set", "epochs=200",
             "--set", "max_batches_per_epoch=2"]
     with process_group(argv, env, tmp_path, tmp_path / "sweep.log") as process:
-        wait_for_a_logged_epoch(process, database, tmp_path / "sweep.log", within_s=240)
-        ray_processes = descendants(process.pid)
-        os.killpg(process.pid, signal.SIGTERM)
-        signalled = time.monotonic()
-        code = process.wait(timeout=60)
-        took = time.monotonic() - signalled
-        assert all_ended(ray_processes), "Ray outlived the terminated sweep"
+        code, took = terminate_the_group_after_an_epoch(process, database,
+                                                        tmp_path / "sweep.log", within_s=240)
     lines = own_lines(tmp_path / "sweep.log")
     assert not any("Traceback" in line or "GCS" in line for line in lines), lines[-20:]
     err = [line for line in lines if line.startswith(("interrupted:", "error:"))]
