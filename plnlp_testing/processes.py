@@ -18,7 +18,7 @@ import psutil
 from pipelines.runtime.ray_cluster import free_port
 
 __all__ = ["all_ended", "descendants", "free_port", "pipeline_env", "process_group",
-           "training_processes", "wait_for_http"]
+           "signal_the_tree", "training_processes", "wait_for_http"]
 
 TRAINING_PROCESSES = ("ray::RayTrainWorker", "ray::TrainingActor")
 
@@ -35,9 +35,7 @@ def process_group(argv: list[str], env: dict[str, str], cwd: Path, log: Path,
         try:
             yield process
         finally:
-            for each in descendants(process.pid):
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    each.kill()
+            signal_the_tree(process.pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
@@ -49,6 +47,19 @@ def descendants(pid: int) -> list[psutil.Process]:
         return psutil.Process(pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
+
+
+def signal_the_tree(pid: int, signum: int) -> None:
+    """Sends ``signum`` to ``pid`` and every process it started, at once, as
+    systemd and Kubernetes signal a cgroup (a local Ray's processes run in
+    sessions of their own, which a signal to the group misses)."""
+    try:
+        tree = [psutil.Process(pid), *descendants(pid)]
+    except psutil.NoSuchProcess:
+        tree = []
+    for each in tree:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            each.send_signal(signum)
 
 
 def all_ended(processes: list[psutil.Process], within_s: float = 20) -> bool:

@@ -4,7 +4,6 @@ its exit code, what becomes of the MLflow run and the test here that asserts
 them; :func:`test_the_catalog_lists_exactly_these_entries` keeps the catalog
 and the tests in step. Interrupts, unreachable services, GPU memory and two
 runs sharing one SQLite store are tested here too."""
-import contextlib
 import errno
 import functools
 import http.server
@@ -63,6 +62,7 @@ from plnlp_testing.processes import (
     free_port,
     pipeline_env,
     process_group,
+    signal_the_tree,
 )
 from plnlp_testing.tracking_server import TrackingServer
 from tests.standin import write_collab_standin, write_ddi_standin
@@ -1623,9 +1623,7 @@ def test_a_lost_driver_s_run_is_marked_and_resume_goes_on_from_its_newest_checkp
     with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "first.log")
         time.sleep(2)  # a checkpoint after the first one
-        for each in [psutil.Process(process.pid), *descendants(process.pid)]:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                each.kill()  # the whole machine's processes of the job at once
+        signal_the_tree(process.pid, signal.SIGKILL)  # the job's processes at once
         process.wait(timeout=60)
         driver = process.pid
         assert group_is_gone(driver), "a process of the killed job still runs"
@@ -1743,9 +1741,7 @@ def test_sigterm_to_every_process_of_the_run_kills_it_within_seconds(ddi_root, t
                                         "max_batches_per_epoch=2", "checkpoint_every=1")
     with process_group(argv, env, tmp_path, tmp_path / "run.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "run.log")
-        for each in [psutil.Process(process.pid), *descendants(process.pid)]:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                each.terminate()
+        signal_the_tree(process.pid, signal.SIGTERM)
         signalled = time.monotonic()
         code = process.wait(timeout=60)
         took = time.monotonic() - signalled
