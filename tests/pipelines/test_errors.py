@@ -1565,7 +1565,7 @@ def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_i
     job folder of its own) with only ``--resume ID``: the same run goes on
     after the epoch the interrupted line named."""
     work = tmp_path / "work"
-    argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=40",
+    argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=20",
                                         "max_batches_per_epoch=2", "checkpoint_every=1")
     env.pop("PLNLP_DATA_ROOT", None)
     argv += ["--experiment", "elsewhere", "--work-dir", str(work)]
@@ -1590,7 +1590,7 @@ def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_i
     assert f"KILLED at epoch {epoch}, logged through epoch " in err[0]
     assert err[0].endswith(f"; go on with: python pipelines/run.py --resume "
                            f"{killed.info.run_id})")
-    assert 1 <= epoch < 40
+    assert 1 <= epoch < 20
 
     folder = tmp_path / "job-folder"
     folder.mkdir()  # no ./data, no --data-root, another cache
@@ -1604,7 +1604,7 @@ def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_i
     assert [m.value for m in client.get_metric_history(again.info.run_id,
                                                        "restored_from_epoch")] == [epoch]
     assert sorted(m.step for m in client.get_metric_history(again.info.run_id, "train_loss")) \
-        == list(range(1, 41))
+        == list(range(1, 21))
     assert not (tmp_path / "other-cache" / "runs").exists()  # its checkpoints were the run's
     assert not (work / "runs" / killed.info.run_id).exists()  # removed once it finished
 
@@ -2417,21 +2417,23 @@ def run_beside_a_store(ddi_root: Path, tmp_path: Path, *flags: str, **extra_env:
 
 
 @pytest.mark.slow
-def test_a_store_away_for_30_s_in_mid_training_is_waited_for_and_the_run_finishes(
+def test_a_store_away_for_10_s_in_mid_training_is_waited_for_and_the_run_finishes(
         ddi_root, tmp_path):
     """Two DDP workers, so that the checkpoints go through Ray Train's own
     storage (given the product's patient file system): the store's endpoint
-    refuses every connection for 30 s from epoch 3 on. The checkpoint
+    refuses every connection for 10 s from epoch 3 on. The checkpoint
     writes wait for it (training stalls) and the run finishes with every
-    epoch once, never restarted: with pyarrow's own 3 tries the first write
-    in the outage failed the worker group, which Ray Train started again
-    from the newest checkpoint."""
+    epoch once, never restarted: with pyarrow's own 3 tries (under a
+    second) the first write in the outage failed the worker group, which Ray
+    Train started again from the newest checkpoint. 10 s is ten times those
+    tries, and the doubling waits' try at 12.8 s finds the store back (a
+    30 s outage stalled the run until the try at 51.2 s)."""
     with run_beside_a_store(ddi_root, tmp_path, "--num-workers", "2") as (
             proxy, process, log, _, uri):
         wait_until(lambda: printed_epochs(log) >= 3, log, within_s=240)
         proxy.down()
         at_outage = printed_epochs(log)
-        time.sleep(30)
+        time.sleep(10)
         assert printed_epochs(log) <= at_outage + 2, log.read_text()[-3000:]  # it waits
         proxy.up()
         code = process.wait(timeout=300)
@@ -2445,7 +2447,7 @@ def test_a_store_away_for_30_s_in_mid_training_is_waited_for_and_the_run_finishe
 @pytest.mark.slow
 def test_a_store_away_past_its_patience_fails_the_run_and_resume_finishes_it(
         ddi_root, tmp_path):
-    """One worker, a patience of 10 s: a 4 s outage at epoch 3 is waited
+    """One worker, a patience of 5 s: a 2 s outage at epoch 3 is waited
     for; the store gone for good from epoch 6 fails the run within 60 s,
     with the catalog's sentence naming the run; once the store is back,
     ``--resume`` goes on from the newest complete checkpoint in the bucket
@@ -2455,11 +2457,11 @@ def test_a_store_away_past_its_patience_fails_the_run_and_resume_finishes_it(
     checkpoint's upload fail without an error and the next checkpoint's
     write met the outage again (``Location.upload`` now closes each file
     itself)."""
-    with run_beside_a_store(ddi_root, tmp_path, PLNLP_STORE_PATIENCE_S="10") as (
+    with run_beside_a_store(ddi_root, tmp_path, PLNLP_STORE_PATIENCE_S="5") as (
             proxy, process, log, env, uri):
         wait_until(lambda: printed_epochs(log) >= 3, log, within_s=240)
         proxy.down()
-        time.sleep(4)
+        time.sleep(2)
         proxy.up()
         wait_until(lambda: printed_epochs(log) >= 6, log, within_s=60)
         proxy.down()

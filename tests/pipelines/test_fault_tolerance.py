@@ -15,9 +15,11 @@ from plnlp_testing.processes import training_processes
 
 pytestmark = pytest.mark.slow
 
-EPOCHS = 6
-REAL_DDI = ["--dataset", "ddi", "--preset", "smoke",
-            "--set", f"epochs={EPOCHS}", "--set", "checkpoint_every=1"]
+# Short epochs (two batches, 0.3-0.7 s each with their evaluation) give the kill after
+# epoch 2 about 5 s to land before the last one; full ones (about 3 s) cost 30 s a test
+EPOCHS = 12
+REAL_DDI = ["--dataset", "ddi", "--preset", "smoke", "--set", f"epochs={EPOCHS}",
+            "--set", "max_batches_per_epoch=2", "--set", "checkpoint_every=1"]
 
 
 def run_in_background(argv: list[str]) -> tuple[threading.Thread, dict]:

@@ -11,7 +11,7 @@ from mlflow.tracking import MlflowClient
 
 pytestmark = pytest.mark.slow
 
-EPOCHS = 6
+EPOCHS = 12  # of two batches each (0.3-0.7 s): the kill after epoch 2 lands before the last
 SPACE = """
 preset: smoke
 metric: valid_hits_20
@@ -54,7 +54,8 @@ def test_a_killed_trial_goes_on_from_its_newest_checkpoint_in_the_same_run(
     space.write_text(SPACE)
     argv = ["--dataset", "ddi", "--space", str(space), "--data-root", str(ddi_root),
             "--experiment", "restarts", "--set", f"epochs={EPOCHS}",
-            "--set", "checkpoint_every=1", "--max-failures", "1"]
+            "--set", "max_batches_per_epoch=2", "--set", "checkpoint_every=1",
+            "--max-failures", "1"]
     outcome = {}
     thread = threading.Thread(target=lambda: outcome.setdefault("code", main(argv)))
     thread.start()
