@@ -340,7 +340,7 @@ LOCK_WORDS = ("database is locked", "deadlock", "could not serialize")
 
 
 def test_a_sweep_and_two_runs_at_once_are_all_recorded_in_postgresql(services, tmp_path):
-    """A sweep of 8 trials, 4 at once, its Tune state in the bucket, and two
+    """A sweep of 4 trials, all at once, its Tune state in the bucket, and two
     runs submitted together beside it, all writing to the tracking server at
     once (on a node of 4 more CPUs, added for them): every trial and run
     FINISHED with each epoch once, and neither the server nor a job met a
@@ -349,7 +349,7 @@ def test_a_sweep_and_two_runs_at_once_are_all_recorded_in_postgresql(services, t
     space.write_text(f"preset: smoke\nmetric: valid_hits_20\nsearch: grid\n"
                      f"max_concurrent: {TRIALS_AT_ONCE}\n"
                      "resources: {workers: 1, cpus_per_worker: 1}\n"
-                     "space:\n  lr: {grid: [0.02, 0.01, 0.005, 0.001]}\n"
+                     "space:\n  lr: {grid: [0.02, 0.001]}\n"
                      "  num_neg: {grid: [1, 2]}\n")
     node = add_worker_node(services.cluster, cpus=TRIALS_AT_ONCE)
     try:
@@ -378,9 +378,9 @@ def test_a_sweep_and_two_runs_at_once_are_all_recorded_in_postgresql(services, t
     children = [run for run in runs if run.data.tags.get("mlflow.parentRunId")
                 == parent.info.run_id]
     assert parent.info.status == "FINISHED"
-    assert len(children) == 8 and {run.info.status for run in children} == {"FINISHED"}
+    assert len(children) == 4 and {run.info.status for run in children} == {"FINISHED"}
     assert {(run.data.params["lr"], run.data.params["num_neg"]) for run in children} == {
-        (lr, num_neg) for lr in ("0.02", "0.01", "0.005", "0.001") for num_neg in ("1", "2")}
+        (lr, num_neg) for lr in ("0.02", "0.001") for num_neg in ("1", "2")}
     for run in children:
         assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "train_loss")
                       ) == list(range(1, SWEEP_EPOCHS + 1))
