@@ -1010,6 +1010,7 @@ def test_a_tracking_store_that_cannot_be_written_is_refused(store, tmp_path, mlf
     assert uri in line
 
 
+@pytest.mark.slow  # five probes that wait out silent addresses: 10 s on 2 cores
 def test_an_unreachable_ray_address_is_refused_quickly(tmp_path, unwritten_mlflow_store,
                                                        monkeypatch, capsys):
     with silent_listener() as port:
@@ -1836,6 +1837,7 @@ job.execute("second", "run", None, job_)
 """
 
 
+@pytest.mark.slow  # a process of its own: 17 s on 2 cores
 def test_a_second_signal_during_the_clean_up_ends_the_process_at_once(tmp_path):
     """The first signal's clean-up waits on Ray; a second ends the process
     at once (128 + its number) with the run already marked KILLED."""
@@ -1869,6 +1871,7 @@ with mlflow.start_run():
 """
 
 
+@pytest.mark.slow  # two processes of their own: 9 s on 2 cores
 def test_two_processes_opening_a_new_sqlite_store_at_once_both_record(tmp_path):
     """MLflow's migrations fail in one of two processes that create the
     tables at once (duplicate column, alembic version: without the lock, 5
