@@ -1556,6 +1556,10 @@ def smoke_command(ddi_root: Path, tmp_path: Path, *settings: str
     return [*argv, *(part for setting in settings for part in ("--set", setting))], env, database
 
 
+# the interrupted runs' two-batch epochs: a signal a few epochs in, the resume trains the rest
+RESUMED_EPOCHS = 20
+
+
 @pytest.mark.slow
 def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_id(
         ddi_root, tmp_path):
@@ -1566,7 +1570,7 @@ def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_i
     job folder of its own) with only ``--resume ID``: the same run goes on
     after the epoch the interrupted line named."""
     work = tmp_path / "work"
-    argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=20",
+    argv, env, database = smoke_command(ddi_root, tmp_path, f"epochs={RESUMED_EPOCHS}",
                                         "max_batches_per_epoch=2", "checkpoint_every=1")
     env.pop("PLNLP_DATA_ROOT", None)
     argv += ["--experiment", "elsewhere", "--work-dir", str(work)]
@@ -1591,7 +1595,7 @@ def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_i
     assert f"KILLED at epoch {epoch}, logged through epoch " in err[0]
     assert err[0].endswith(f"; go on with: python pipelines/run.py --resume "
                            f"{killed.info.run_id})")
-    assert 1 <= epoch < 20
+    assert 1 <= epoch < RESUMED_EPOCHS
 
     folder = tmp_path / "job-folder"
     folder.mkdir()  # no ./data, no --data-root, another cache
@@ -1605,7 +1609,7 @@ def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_i
     assert [m.value for m in client.get_metric_history(again.info.run_id,
                                                        "restored_from_epoch")] == [epoch]
     assert sorted(m.step for m in client.get_metric_history(again.info.run_id, "train_loss")) \
-        == list(range(1, 21))
+        == list(range(1, RESUMED_EPOCHS + 1))
     assert not (tmp_path / "other-cache" / "runs").exists()  # its checkpoints were the run's
     assert not (work / "runs" / killed.info.run_id).exists()  # removed once it finished
 
@@ -1618,7 +1622,7 @@ def test_a_lost_driver_s_run_is_marked_and_resume_goes_on_from_its_newest_checkp
     on a fresh Ray says the run was left by a driver that is gone, goes on
     after the newest complete checkpoint in the work folder, in the same run,
     and finishes it with every epoch once."""
-    argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=20",
+    argv, env, database = smoke_command(ddi_root, tmp_path, f"epochs={RESUMED_EPOCHS}",
                                         "max_batches_per_epoch=2", "checkpoint_every=2")
     argv += ["--work-dir", str(tmp_path / "work")]
     with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
@@ -1637,7 +1641,7 @@ def test_a_lost_driver_s_run_is_marked_and_resume_goes_on_from_its_newest_checkp
     lost = only_run(uri)
     assert lost.info.status == "RUNNING"
     epoch = checkpointed_epoch(lost)
-    assert 1 <= epoch < 20
+    assert 1 <= epoch < RESUMED_EPOCHS
     output = resume_to_the_end(lost.info.run_id, env, tmp_path, tmp_path / "resume.log")
     assert re.search(rf"run {lost.info.run_id} was left RUNNING: its driver, pid {driver} on "
                      r".+, last seen \d+ s ago, is gone", output), output[-3000:]
@@ -1647,7 +1651,7 @@ def test_a_lost_driver_s_run_is_marked_and_resume_goes_on_from_its_newest_checkp
     assert FAILURE_TAG not in again.data.tags
     steps = [m.step for m in MlflowClient(uri).get_metric_history(again.info.run_id,
                                                                   "train_loss")]
-    assert sorted(steps) == list(range(1, 21))
+    assert sorted(steps) == list(range(1, RESUMED_EPOCHS + 1))
 
 
 @pytest.mark.slow
