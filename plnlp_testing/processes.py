@@ -82,7 +82,7 @@ def wait_for_http(url: str, log: Path, timeout: float, any_status: bool = False)
                 return
         except (urllib.error.URLError, ConnectionError, TimeoutError):  # not yet, or slow
             pass
-        time.sleep(1)
+        time.sleep(0.25)
     raise AssertionError(f"{url} did not answer:\n{log.read_text()[-3000:]}")
 
 

@@ -6,18 +6,21 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from plnlp_testing.processes import free_port, pipeline_env, process_group, wait_for_http
+from plnlp_testing.warm_start import empty_tracking_store
 
 __all__ = ["TrackingServer"]
 
 
 class TrackingServer:
     """``mlflow server`` on a free port, its runs in ``folder``'s SQLite
-    file: the same server each time it is started."""
+    file (made with its tables: see :mod:`plnlp_testing.warm_start`): the
+    same server each time it is started."""
 
     def __init__(self, folder: Path) -> None:
         self.folder, self.port = folder, free_port()
         self.uri = f"http://127.0.0.1:{self.port}"
         folder.mkdir()
+        empty_tracking_store(folder / "mlflow.db")
         self.started: list[ExitStack] = []
 
     def start(self) -> None:

@@ -1,11 +1,11 @@
 """Fixtures shared by the suite: one local Ray for every test that needs
 it, a throwaway MLflow store per test, and the datasets."""
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
+from plnlp_testing.warm_start import empty_tracking_store
 from tests.standin import write_ddi_standin
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -55,24 +55,12 @@ def use_tracking_store(uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         mlflow.end_run()
 
 
-@pytest.fixture(scope="session")
-def empty_tracking_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An SQLite MLflow store with its tables made and nothing in them:
-    MLflow's migrations take about 5 s a new file, which the tests that
-    are not about a new file need not pay each."""
-    from mlflow import MlflowClient
-
-    path = tmp_path_factory.mktemp("tracking") / "mlflow.db"
-    MlflowClient(f"sqlite:///{path}").search_experiments()
-    return path
-
-
 @pytest.fixture
-def mlflow_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                 empty_tracking_database: Path) -> str:
-    """A fresh SQLite MLflow store (a copy of an empty one), with artifacts beside it."""
-    shutil.copyfile(empty_tracking_database, tmp_path / "mlflow.db")
-    yield from use_tracking_store(f"sqlite:///{tmp_path / 'mlflow.db'}", tmp_path, monkeypatch)
+def mlflow_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh SQLite MLflow store (a copy of an empty one: see
+    :func:`plnlp_testing.warm_start.empty_tracking_store`), with artifacts beside it."""
+    yield from use_tracking_store(empty_tracking_store(tmp_path / "mlflow.db"), tmp_path,
+                                  monkeypatch)
 
 
 @pytest.fixture

@@ -65,6 +65,7 @@ from plnlp_testing.processes import (
     signal_the_tree,
 )
 from plnlp_testing.tracking_server import TrackingServer
+from plnlp_testing.warm_start import cached_load, empty_tracking_store
 from tests.standin import write_collab_standin, write_ddi_standin
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -1544,15 +1545,18 @@ def resume_to_the_end(run_id: str, env: dict[str, str], cwd: Path, log: Path) ->
     return output
 
 
-def smoke_command(ddi_root: Path, tmp_path: Path, *settings: str
+def smoke_command(ddi_root: Path, tmp_path: Path, *settings: str, work_dir: Path | None = None
                   ) -> tuple[list[str], dict[str, str], Path]:
     """``pipelines/run.py`` on ddi ``smoke`` with ``--set`` each of
-    ``settings``, as a user runs it (its own local Ray), its environment,
-    and its SQLite store."""
+    ``settings`` (and ``--work-dir``), as a user runs it (its own local
+    Ray) on a machine that ran it before (its SQLite store's tables made,
+    the load stage's entry cached: see :mod:`plnlp_testing.warm_start`),
+    its environment, and its SQLite store."""
     database = tmp_path / "mlflow.db"
-    env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=f"sqlite:///{database}")
+    env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=empty_tracking_store(database))
+    cached_load(work_dir or tmp_path / "cache", "ddi", ddi_root)
     argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE,
-            "--data-root", str(ddi_root)]
+            "--data-root", str(ddi_root), *(["--work-dir", str(work_dir)] if work_dir else [])]
     return [*argv, *(part for setting in settings for part in ("--set", setting))], env, database
 
 
@@ -1571,9 +1575,10 @@ def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_i
     after the epoch the interrupted line named."""
     work = tmp_path / "work"
     argv, env, database = smoke_command(ddi_root, tmp_path, f"epochs={RESUMED_EPOCHS}",
-                                        "max_batches_per_epoch=2", "checkpoint_every=1")
+                                        "max_batches_per_epoch=2", "checkpoint_every=1",
+                                        work_dir=work)
     env.pop("PLNLP_DATA_ROOT", None)
-    argv += ["--experiment", "elsewhere", "--work-dir", str(work)]
+    argv += ["--experiment", "elsewhere"]
     with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "first.log")
         time.sleep(2)  # a checkpoint after the first one
@@ -1623,8 +1628,8 @@ def test_a_lost_driver_s_run_is_marked_and_resume_goes_on_from_its_newest_checkp
     after the newest complete checkpoint in the work folder, in the same run,
     and finishes it with every epoch once."""
     argv, env, database = smoke_command(ddi_root, tmp_path, f"epochs={RESUMED_EPOCHS}",
-                                        "max_batches_per_epoch=2", "checkpoint_every=2")
-    argv += ["--work-dir", str(tmp_path / "work")]
+                                        "max_batches_per_epoch=2", "checkpoint_every=2",
+                                        work_dir=tmp_path / "work")
     with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "first.log")
         time.sleep(2)  # a checkpoint after the first one
@@ -1772,7 +1777,8 @@ def test_sigterm_to_a_sweep_s_whole_process_group_kills_its_runs_within_seconds(
     state and stops the trials, the sweep's run and its trials end KILLED,
     exit 143 within 10 s, one line that says how to go on."""
     database = tmp_path / "mlflow.db"
-    env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=f"sqlite:///{database}")
+    env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=empty_tracking_store(database))
+    cached_load(tmp_path / "cache", "ddi", ddi_root)
     space = tmp_path / "space.yaml"
     space.write_text("preset: smoke\nmetric: valid_hits_20\nsearch: grid\n"
                      "space:\n  lr: {grid: [0.01, 0.02]}\n")
@@ -2359,7 +2365,9 @@ def wait_until(condition, log: Path, within_s: float) -> None:
 
 def run_command(ddi_root: Path, tmp_path: Path, uri: str, epochs: int) -> tuple[list, dict]:
     """The smoke run of ``epochs`` short epochs (0.3-0.7 s each) that the
-    tracking server at ``uri`` goes away from, and its environment."""
+    tracking server at ``uri`` goes away from (its load stage's entry
+    cached), and its environment."""
+    cached_load(tmp_path / "work", "ddi", ddi_root)
     argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE, "--data-root",
             str(ddi_root), "--work-dir", str(tmp_path / "work"), "--set", f"epochs={epochs}",
             "--set", "max_batches_per_epoch=2", "--set", "checkpoint_every=5"]
