@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from plnlp_testing.processes import free_port, pipeline_env, process_group, wait_for_http
+from plnlp_testing.warm_start import cached_load, empty_tracking_store
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
@@ -49,7 +50,8 @@ def other_head(tmp_path_factory):
 
 def test_a_run_without_ray_address_starts_its_own_ray_beside_anothers(
         other_head, standin_root, tmp_path):
-    env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=empty_tracking_store(tmp_path / "mlflow.db"))
+    cached_load(tmp_path / "cache", "ddi", standin_root)
     # two CPUs a worker: the other head's one CPU could not hold it, a Ray of its own does
     done = subprocess.run([sys.executable, "pipelines/run.py", "--dataset", "ddi",
                            "--data-root", str(standin_root), *TINY, "--cpus-per-worker", "2"],
@@ -63,6 +65,8 @@ def test_a_submitted_job_keeps_its_artifacts_beside_the_tracking_store(
         other_head, standin_root, tmp_path):
     store = tmp_path / "store" / "mlflow.db"
     store.parent.mkdir()
+    empty_tracking_store(store)
+    cached_load(tmp_path / "cache", "ddi", standin_root)
     job_folder = tmp_path / "job"
     job_folder.mkdir()
     env = pipeline_env(tmp_path, RAY_AUTH_MODE="token",
@@ -128,6 +132,8 @@ def test_the_sharing_one_machine_commands_of_cluster_md_run_as_written(standin_r
     process of that cluster."""
     temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's sockets live under it
     store = tmp_path / "mlflow.db"
+    empty_tracking_store(store)
+    cached_load(tmp_path / "cache", "ddi", standin_root)
     filled = {"/tmp/ray-mine": temp, "<sqlite:////abs/path/mlflow.db>": f"sqlite:///{store}",
               "<abs/path/holding/ogbl_ddi>": str(standin_root),
               "--preset smoke": f"--preset smoke {' '.join(TINY[2:])} --experiment mine"}

@@ -16,6 +16,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from plnlp_testing.processes import free_port, pipeline_env, process_group
+from plnlp_testing.warm_start import cached_load, empty_tracking_store
 from tests.conftest import use_tracking_store
 from tests.standin import write_ddi_standin
 
@@ -48,6 +49,7 @@ space:
 def tracking_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``mlflow server`` on a SQLite store and a free port, as a team runs one."""
     folder = tmp_path_factory.mktemp("mlflow-server")
+    empty_tracking_store(folder / "mlflow.db")
     port = free_port()
     argv = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
             f"sqlite:///{folder / 'mlflow.db'}", "--artifacts-destination",
@@ -190,6 +192,7 @@ def test_the_sweep_runs_as_a_ray_job_on_a_token_authenticated_head_with_the_job_
     port, dashboard = free_port(), free_port()
     temp = Path(os.environ.get("TMPDIR", "/tmp")) / f"plnlp-job-{os.getpid()}-{port}"
     root = write_ddi_standin(tmp_path / "datasets")
+    cached_load(tmp_path / "cache", "ddi", root)
     project = ship_parts(tmp_path / "project")
     space = write_space(tmp_path, OPTUNA_SPACE.replace("num_samples: 2", "num_samples: 1")
                         + "  encoder_options.train_eps: {choice: [true]}\n")
@@ -212,7 +215,7 @@ def test_the_sweep_runs_as_a_ray_job_on_a_token_authenticated_head_with_the_job_
                              env=env, capture_output=True).returncode != 0:
             assert time.monotonic() < deadline and process.poll() is None, \
                 (tmp_path / "head.log").read_text()[-2000:]
-            time.sleep(2)
+            time.sleep(0.5)
         job = subprocess.run(submit, env=env, capture_output=True, text=True, timeout=600)
     shutil.rmtree(temp, ignore_errors=True)
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
