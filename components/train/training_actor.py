@@ -16,7 +16,11 @@ The actor's process spends most of its start importing torch, PyG and the
 training code (9 s of 12 on a slow 2-core day, against half a second for
 an empty actor): :func:`training_actor_started` lets a run start it first,
 so that those imports go on while the driver opens the MLflow run and
-runs the stages before training."""
+runs the stages before training. On one node, where the actor holds no CPUs
+between trainings, one that trained well is kept for this driver's next
+training of the same worker group (the next seed of ``--runs``, a
+notebook's next :func:`~pipelines.run.run_job`), which then starts at once
+(:func:`kept_for_the_next_training`)."""
 import functools
 import threading
 import time
@@ -33,10 +37,16 @@ from components.storage.location import Location
 from components.train.report_relay import Report, ReportQueue, ReportRelay
 from components.train.trial_training import train_in_trial
 from components.train.workers import WorkerGroup
+from plnlp_core.choices import PART_KINDS
+from plnlp_core.parts.import_path import is_import_path
 
 _STARTED: dict[WorkerGroup, tuple[ray.actor.ActorHandle, bool]] = {}
 """Actors started ahead of their training, by the worker group they are
 for, and whether their CPUs are still to be reserved (:func:`cpus_reserved`)."""
+
+_KEPT: list[tuple[WorkerGroup, ray.actor.ActorHandle, tuple[str, str]]] = []
+"""At most one actor that trained well and holds no CPUs, with the worker
+group it trained for and its Ray job (see :func:`kept_for_the_next_training`)."""
 
 
 INTERRUPT_DELIVERY_S = 15.0
@@ -59,13 +69,18 @@ class TrainingActor:
     def __init__(self) -> None:
         self.reports = ReportQueue()
 
+    def next_training(self) -> None:
+        """Readies a kept actor for another training: its reports start anew."""
+        self.reports = ReportQueue()
+
     def train(self, loop_config: dict, folder: Location, cpus: int, use_gpu: bool) -> str:
         """:func:`~components.train.trial_training.train_in_trial`, never stopped early."""
+        reports = self.reports
         try:
-            return train_in_trial(loop_config, folder, [self.reports], cpus, use_gpu,
+            return train_in_trial(loop_config, folder, [reports], cpus, use_gpu,
                                   threading.Event())
         finally:
-            self.reports.close()
+            reports.close()
 
     def reports_after(self, count: int, timeout: float) -> tuple[list[Report], bool]:
         """:meth:`~components.train.report_relay.ReportQueue.after`."""
@@ -81,15 +96,18 @@ def fit_training_actor(loop_config: dict, workers: WorkerGroup, folder: Location
     times; an error the training raises ends the run at once, as its cause
     (it would happen again). An interrupt first delivers the reports the
     actor holds (:func:`delivered_before_the_end`), then ends the actor
-    within :data:`~components.ray_cleanup.CLEANUP_CALL_S`."""
+    within :data:`~components.ray_cleanup.CLEANUP_CALL_S`. An actor that
+    trained well is ended too, or kept for the next training (:func:`keepable`)."""
     restarts = 0
     while True:
-        actor, unreserved = _STARTED.pop(workers, None) or (new_actor(workers), False)
-        relay, interrupted = ReportRelay(actor, callbacks), False
+        actor, unreserved = _STARTED.pop(workers, None) or waiting_actor(workers)
+        relay, interrupted, trained = ReportRelay(actor, callbacks), False, False
         try:
             with cpus_reserved(workers.cpus_per_worker if unreserved else 0):
-                return relay.follow(actor.train.remote(loop_config, folder,
-                                                       workers.cpus_per_worker, workers.use_gpu))
+                checkpoint = relay.follow(actor.train.remote(
+                    loop_config, folder, workers.cpus_per_worker, workers.use_gpu))
+            trained = True
+            return checkpoint
         except ray.exceptions.RayActorError as error:
             if restarts == max_failures:
                 raise
@@ -104,8 +122,11 @@ def fit_training_actor(loop_config: dict, workers: WorkerGroup, folder: Location
             delivered_before_the_end(relay, callbacks, interrupt)
             raise
         finally:
-            ended = functools.partial(ray.kill, actor, no_restart=True)
-            cleaned_up(ended) if interrupted else ended()
+            if trained and keepable(workers, unreserved, loop_config):
+                keep(workers, actor)
+            else:
+                ended = functools.partial(ray.kill, actor, no_restart=True)
+                cleaned_up(ended) if interrupted else ended()
 
 
 def delivered_before_the_end(relay: ReportRelay, callbacks: list[ray.train.UserCallback],
@@ -142,11 +163,13 @@ def training_actor_started(workers: WorkerGroup) -> Iterator[None]:
     It holds the worker's CPUs when the cluster can hold them beside the
     one-CPU tasks of those stages (else they would wait for it); on a
     cluster of one node (the local Ray, whose CPUs a worker holds all of)
-    it holds none until its training starts (:func:`cpus_reserved`)."""
+    it holds none until its training starts (:func:`cpus_reserved`), and
+    the actor :func:`kept_for_the_next_training` is taken when there is one."""
+    kept = kept_for_the_next_training(workers)
     if workers.num_workers == 1 and fits_beside_a_stage(workers):
         _STARTED[workers] = (new_actor(workers), False)
     elif workers.num_workers == 1 and sum(node["Alive"] for node in ray.nodes()) == 1:
-        _STARTED[workers] = (new_actor(workers, cpus=0), True)
+        _STARTED[workers] = (kept or new_actor(workers, cpus=0), True)
     try:
         yield
     except KeyboardInterrupt:
@@ -155,6 +178,62 @@ def training_actor_started(workers: WorkerGroup) -> Iterator[None]:
         raise
     if (unused := _STARTED.pop(workers, None)) is not None:
         ray.kill(unused[0], no_restart=True)
+
+
+def keepable(workers: WorkerGroup, unreserved: bool, loop_config: dict) -> bool:
+    """Whether an actor that trained well may wait for the next training:
+    it holds no CPUs (``unreserved``) nor a GPU, and its config names no
+    part of one's own, whose module a user may edit before the next run (a
+    kept actor would train the version it imported)."""
+    return unreserved and not workers.use_gpu \
+        and not any(is_import_path(loop_config["config"].get(kind)) for kind in PART_KINDS)
+
+
+def keep(workers: WorkerGroup, actor: ray.actor.ActorHandle) -> None:
+    """Keeps ``actor``, which trained well for ``workers`` and holds no
+    CPUs, for this driver's next training (ending one kept before)."""
+    ended_kept_actor()
+    _KEPT.append((workers, actor, this_ray_job()))
+
+
+def kept_for_the_next_training(workers: WorkerGroup) -> ray.actor.ActorHandle | None:
+    """The kept actor, readied for a training of ``workers``, if it was
+    kept for that worker group by this Ray job and still answers; any
+    other kept actor is ended (a run that trains otherwise, or in another
+    actor, leaves no idle one beside it)."""
+    if not _KEPT or _KEPT[0][0] != workers or _KEPT[0][2] != this_ray_job():
+        ended_kept_actor()
+        return None
+    _, actor, _ = _KEPT.pop()
+    try:
+        ray.get(actor.next_training.remote(), timeout=ACTOR_ANSWER_S)
+    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+        ray.kill(actor, no_restart=True)
+        return None
+    return actor
+
+
+def ended_kept_actor() -> None:
+    """Ends the kept actor, if any (one of an earlier Ray job is gone already)."""
+    while _KEPT:
+        _, actor, job = _KEPT.pop()
+        if job == this_ray_job():
+            ray.kill(actor, no_restart=True)
+
+
+def this_ray_job() -> tuple[str, str]:
+    """This driver's node and job: a Ray started again in the same process
+    may number its job as the last one did."""
+    context = ray.get_runtime_context()
+    return context.get_node_id(), context.get_job_id()
+
+
+def waiting_actor(workers: WorkerGroup) -> tuple[ray.actor.ActorHandle, bool]:
+    """The actor :func:`kept_for_the_next_training` (holding no CPUs until
+    its training reserves them), else a new one holding its CPUs; and
+    whether its CPUs are still to be reserved."""
+    kept = kept_for_the_next_training(workers)
+    return (kept, True) if kept is not None else (new_actor(workers), False)
 
 
 def fits_beside_a_stage(workers: WorkerGroup) -> bool:

@@ -1,5 +1,7 @@
 """A run of one worker starts its training actor before the stages that
-come first, and neither waits on the other for CPUs."""
+come first, and neither waits on the other for CPUs; on one node, the
+driver's next training of the same worker group takes the actor the last
+one kept."""
 import time
 
 import pytest
@@ -7,6 +9,7 @@ import ray
 
 from components.train import training_actor
 from components.train.workers import WorkerGroup
+from pipelines.run import main
 
 pytestmark = pytest.mark.slow  # the suite's local Ray and its actors
 
@@ -44,3 +47,44 @@ def test_an_actor_that_fits_beside_a_stage_holds_its_cpus_from_the_start(ray_ses
         actor, unreserved = training_actor._STARTED[workers]
         assert not unreserved and ray.get(actor.reports_after.remote(0, 0.0)) == ([], False)
         assert free_cpus_become(1)
+
+
+def kept_actor() -> ray.actor.ActorHandle | None:
+    return training_actor._KEPT[0][1] if training_actor._KEPT else None
+
+
+def ends(actor: ray.actor.ActorHandle, within_s: float = 30.0) -> bool:
+    """Whether ``actor`` stops answering within ``within_s`` (``ray.kill``
+    lands a moment after it returns)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.next_training.remote(), timeout=within_s)
+        except ray.exceptions.RayActorError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_the_next_training_of_a_driver_takes_the_actor_the_last_one_kept(
+        ray_session, mlflow_store, standin_root):
+    """Two runs of the main job in one process (a notebook's): the second
+    trains in the actor the first kept, at once. A run naming a part of
+    one's own trains in a new actor and keeps none (its module may be
+    edited before the next run), and a run of two workers ends a kept one."""
+    smoke = ["--dataset", "ddi", "--preset", "smoke", "--data-root", str(standin_root),
+             "--set", "epochs=1", "--set", "embedding_dim=8", "--set", "hidden_channels=8",
+             "--set", "predictor_hidden=8"]
+    assert main(smoke) == 0
+    first = kept_actor()
+    assert first is not None
+    assert main([*smoke, "--seed", "1"]) == 0
+    assert kept_actor() is not None and kept_actor()._actor_id == first._actor_id
+    assert main([*smoke, "--set", "encoder=examples.link_parts.layers:GINLayer"]) == 0
+    assert kept_actor() is None and ends(first)
+
+    assert main(smoke) == 0
+    kept = kept_actor()
+    with training_actor.training_actor_started(WorkerGroup(num_workers=2, cpus_per_worker=1)):
+        assert kept_actor() is None
+    assert kept is not None and ends(kept)
