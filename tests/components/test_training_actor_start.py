@@ -71,7 +71,8 @@ def test_the_next_training_of_a_driver_takes_the_actor_the_last_one_kept(
     """Two runs of the main job in one process (a notebook's): the second
     trains in the actor the first kept, at once. A run naming a part of
     one's own trains in a new actor and keeps none (its module may be
-    edited before the next run), and a run of two workers ends a kept one."""
+    edited before the next run), a run of two workers ends a kept one, and
+    one that died while kept is not taken."""
     smoke = ["--dataset", "ddi", "--preset", "smoke", "--data-root", str(standin_root),
              "--set", "epochs=1", "--set", "embedding_dim=8", "--set", "hidden_channels=8",
              "--set", "predictor_hidden=8"]
@@ -88,3 +89,9 @@ def test_the_next_training_of_a_driver_takes_the_actor_the_last_one_kept(
     with training_actor.training_actor_started(WorkerGroup(num_workers=2, cpus_per_worker=1)):
         assert kept_actor() is None
     assert kept is not None and ends(kept)
+
+    assert main(smoke) == 0  # one that died while kept is not taken
+    workers, dead, _ = training_actor._KEPT[0]
+    ray.kill(dead)
+    assert ends(dead)
+    assert training_actor.kept_for_the_next_training(workers) is None and kept_actor() is None
