@@ -165,11 +165,14 @@ def training_actor_started(workers: WorkerGroup) -> Iterator[None]:
     cluster of one node (the local Ray, whose CPUs a worker holds all of)
     it holds none until its training starts (:func:`cpus_reserved`), and
     the actor :func:`kept_for_the_next_training` is taken when there is one."""
-    kept = kept_for_the_next_training(workers)
     if workers.num_workers == 1 and fits_beside_a_stage(workers):
+        ended_kept_actor()
         _STARTED[workers] = (new_actor(workers), False)
     elif workers.num_workers == 1 and sum(node["Alive"] for node in ray.nodes()) == 1:
-        _STARTED[workers] = (kept or new_actor(workers, cpus=0), True)
+        _STARTED[workers] = (kept_for_the_next_training(workers)
+                             or new_actor(workers, cpus=0), True)
+    else:
+        ended_kept_actor()
     try:
         yield
     except KeyboardInterrupt:

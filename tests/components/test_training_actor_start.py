@@ -71,8 +71,9 @@ def test_the_next_training_of_a_driver_takes_the_actor_the_last_one_kept(
     """Two runs of the main job in one process (a notebook's): the second
     trains in the actor the first kept, at once. A run naming a part of
     one's own trains in a new actor and keeps none (its module may be
-    edited before the next run), a run of two workers ends a kept one, and
-    one that died while kept is not taken."""
+    edited before the next run), a run of two workers or one whose actor
+    holds its CPUs ends a kept one, and one that died while kept is not
+    taken."""
     smoke = ["--dataset", "ddi", "--preset", "smoke", "--data-root", str(standin_root),
              "--set", "epochs=1", "--set", "embedding_dim=8", "--set", "hidden_channels=8",
              "--set", "predictor_hidden=8"]
@@ -89,6 +90,16 @@ def test_the_next_training_of_a_driver_takes_the_actor_the_last_one_kept(
     with training_actor.training_actor_started(WorkerGroup(num_workers=2, cpus_per_worker=1)):
         assert kept_actor() is None
     assert kept is not None and ends(kept)
+
+    assert main(smoke) == 0  # a run whose actor holds its CPUs from the start ends a kept one
+    workers, kept, _ = training_actor._KEPT[0]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(training_actor, "fits_beside_a_stage", lambda _: True)
+        with training_actor.training_actor_started(workers):
+            started, unreserved = training_actor._STARTED[workers]
+            assert not unreserved and started._actor_id != kept._actor_id
+            assert kept_actor() is None
+    assert ends(kept)
 
     assert main(smoke) == 0  # one that died while kept is not taken
     workers, dead, _ = training_actor._KEPT[0]
