@@ -7,7 +7,6 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from plnlp_testing.processes import free_port, pipeline_env, process_group
-from plnlp_testing.warm_start import cached_load, empty_tracking_store
+from plnlp_testing.tracking_server import TrackingServer
+from plnlp_testing.warm_start import cached_load
 from tests.conftest import use_tracking_store
 from tests.standin import write_ddi_standin
 
@@ -48,25 +48,9 @@ space:
 @pytest.fixture(scope="module")
 def tracking_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``mlflow server`` on a SQLite store and a free port, as a team runs one."""
-    folder = tmp_path_factory.mktemp("mlflow-server")
-    empty_tracking_store(folder / "mlflow.db")
-    port = free_port()
-    argv = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
-            f"sqlite:///{folder / 'mlflow.db'}", "--artifacts-destination",
-            str(folder / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
-            "--workers", "1"]
-    uri = f"http://127.0.0.1:{port}"
-    with process_group(argv, pipeline_env(folder), folder, folder / "server.log") as server:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"{uri}/health", timeout=2)
-                break
-            except OSError:
-                assert time.monotonic() < deadline and server.poll() is None, \
-                    (folder / "server.log").read_text()[-2000:]
-                time.sleep(1)
-        yield uri
+    with TrackingServer(tmp_path_factory.mktemp("tune") / "mlflow-server") as server:
+        server.start()
+        yield server.uri
 
 
 @pytest.fixture
