@@ -29,6 +29,11 @@ from plnlp_core.choices import PART_KINDS
 from plnlp_core.errors import PLNLPError
 from plnlp_core.parts.import_path import import_path_of
 
+# The job's modules (torch, PyG, MLflow's client, the stages): imported while Ray starts
+JOB_MODULES = ("pipelines.runtime.job", "components.train.training_actor",
+               "components.train_and_evaluate", "components.heart", "components.evaluate",
+               "components.load", "pipelines.runtime.load_stage")
+
 
 @dataclass(frozen=True)
 class RunResult:
@@ -195,14 +200,16 @@ def launch(request: RunRequest) -> RunResult:
     run (:func:`run_job` without the command's start mark and parts)."""
     plan = plan_run(request)
     from components.train.startup import mark
-    from components.train.training_actor import training_actor_started
     from pipelines.runtime.console import quiet_console
-    from pipelines.runtime.job import execute, start_services
     from pipelines.runtime.ray_cluster import sized_workers
+    from pipelines.runtime.services import start_services
 
     start_services(lambda: plan, request.workers, request.verbose, request.work_dir,
-                   request.data_root)
+                   request.data_root, beside=JOB_MODULES)
     mark("ray")
+    from components.train.training_actor import training_actor_started  # loaded beside Ray
+    from pipelines.runtime.job import execute
+
     quiet_console(request.verbose)
     plan.request = dataclasses.replace(plan.request,
                                        workers=sized_workers(plan.request.workers))

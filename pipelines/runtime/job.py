@@ -1,8 +1,7 @@
-"""What every command line shares: refuse bad input and unreachable
-services before any work, run the job inside one MLflow run, record a
-failure as a FAILED run and an interrupt as a KILLED one."""
+"""What every command line shares once its services are up
+(:mod:`pipelines.runtime.services`): run the job inside one MLflow run,
+record a failure as a FAILED run and an interrupt as a KILLED one."""
 import errno
-import logging
 import re
 import sys
 import tempfile
@@ -20,88 +19,24 @@ from components.recording.metric_delivery import MetricsUndelivered, spoken_dura
 from components.recording.reads import active_run_info, get_run, run_names, tracking_uri
 from components.recording.runs import end_run, mark_training_experiment, open_experiment, start_run
 from components.recording.store import (
-    check_tracking_store,
     local_store_path,
     tracking_store_lock,
 )
 from components.recording.tracking import clear_failure, mark_failed
 from components.storage.location import (
     Location,
-    check_listable,
-    check_writable,
-    is_uri,
 )
 from components.storage.split_meta import DatasetMeta
 from components.storage.store_retries import store_did_not_answer, store_patience_s
 from components.train.startup import mark
-from components.train.workers import WorkerGroup
-from pipelines.runtime.home_folder import keep_home_clean
 from pipelines.runtime.interrupts import SignalGuard, stop
-from pipelines.runtime.ray_cluster import connect_ray, sized_workers
 from pipelines.runtime.ray_watch import ray_watched
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import cache_dir
-from plnlp_core.errors import PLNLPError, first_line, without_credentials
+from plnlp_core.errors import first_line, without_credentials
 from plnlp_core.memory_estimate import refuse_past_memory
 
 T = TypeVar("T")
-
-
-def prepare(validate: Callable[[], T], workers: WorkerGroup, verbose: bool = True,
-            work_dir: str | None = None, data_root: str | None = None) -> T | None:
-    """:func:`start_services`; on bad input prints one ``error:`` line and
-    returns ``None``."""
-    try:
-        return start_services(validate, workers, verbose, work_dir, data_root)
-    except PLNLPError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return None
-
-
-def start_services(validate: Callable[[], T], workers: WorkerGroup, verbose: bool = True,
-                   work_dir: str | None = None, data_root: str | None = None) -> T:
-    """Checks that the MLflow store can be written, runs ``validate``,
-    checks that ``work_dir`` can be written and ``data_root`` read when
-    they are in object storage, starts or joins Ray (see
-    :func:`connect_ray`) and checks the worker group fits (Ray's driver
-    logging its info lines only when ``verbose``); returns what
-    ``validate`` returned, or raises the :class:`PLNLPError` of bad input.
-    SIGINT or SIGTERM meanwhile stops the process (see
-    :func:`pipelines.runtime.interrupts.stop`)."""
-    keep_home_clean()
-    guard = SignalGuard()
-    try:
-        with guard:
-            check_tracking_store(tracking_uri())
-            value = validate()
-            check_storage(work_dir, data_root)
-            if workers.num_workers < 1 or (workers.cpus_per_worker or 1) < 1:
-                raise PLNLPError("--num-workers and --cpus-per-worker must be at least 1.")
-            connect_ray(logging.INFO if verbose else logging.WARNING)
-            check_resources(sized_workers(workers))
-    except KeyboardInterrupt as interrupt:
-        stop(guard, interrupt)
-    return value
-
-
-def check_storage(work_dir: str | None, data_root: str | None) -> None:
-    """Refuses, before any work, a ``--work-dir`` in object storage that
-    cannot be written and a ``--data-root`` there that cannot be listed."""
-    if work_dir and is_uri(work_dir):
-        check_writable(Location(work_dir), "--work-dir")
-    if data_root and is_uri(data_root):
-        check_listable(Location(data_root), "--data-root")
-
-
-def check_resources(workers: WorkerGroup) -> None:
-    """Refuses a worker group the cluster can never hold (it would wait forever)."""
-    available = ray.cluster_resources()
-    fixes = {"CPU": "lower --num-workers or --cpus-per-worker",
-             "GPU": "lower --num-workers or drop --use-gpu"}
-    for name, amount in workers.resources().items():
-        if available.get(name, 0) < amount:
-            raise PLNLPError(f"{workers.num_workers} workers need {amount:g} {name}s but the Ray "
-                             f"cluster has {available.get(name, 0):g}; {fixes[name]}.")
 
 
 def check_host_memory(config: PLNLPConfig, meta: DatasetMeta) -> None:

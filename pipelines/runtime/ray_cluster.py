@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import os
 import socket
+from collections.abc import Sequence
 from pathlib import Path
 from unittest import mock
 from urllib.parse import urlsplit
@@ -19,6 +20,7 @@ from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
 from components.recording.store import PROBE_TIMEOUT_S, connection_detail
 from components.train.workers import WorkerGroup
+from pipelines.runtime.background_imports import imported_beside
 from plnlp_core.errors import PLNLPError, first_line
 
 GCS_PORT, CLIENT_PORT, DASHBOARD_PORT = 6379, 10001, 8265
@@ -34,18 +36,20 @@ TOKEN_FIX = ("set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN to the cluster's token 
              "get-auth-token` on its head node prints it), or save it in ~/.ray/auth_token")
 
 
-def connect_ray(logging_level: int = logging.INFO) -> None:
+def connect_ray(logging_level: int = logging.INFO, beside: Sequence[str] = ()) -> None:
     """Starts or joins Ray as ``ray.init`` does (``RAY_ADDRESS``, else a
     local Ray), after :func:`check_ray_address`, its driver logging at
-    ``logging_level``; a connection Ray refuses becomes one sentence."""
+    ``logging_level``, while the modules ``beside`` are imported; a
+    connection Ray refuses becomes one sentence."""
     address = os.environ.get("RAY_ADDRESS", "").strip()
     check_ray_address(address)
     shown = f"RAY_ADDRESS={address}" if address else "the local Ray"
     try:
-        if address:
-            ray.init(ignore_reinit_error=True, logging_level=logging_level)
-        else:
-            start_local_ray(logging_level)
+        with imported_beside(beside):
+            if address:
+                ray.init(ignore_reinit_error=True, logging_level=logging_level)
+            else:
+                start_local_ray(logging_level)
     except ray.exceptions.AuthenticationError as error:
         raise PLNLPError(f"Ray refused to connect to {shown} ({first_line(error)}); "
                          f"{TOKEN_FIX}.") from error

@@ -38,6 +38,12 @@ TUNE_INTERRUPT_NOTES = ("Stop signal received", "Experiment has been interrupted
                         "Trials did not complete")
 
 
+# The sweep's modules (Tune, torch, PyG, MLflow's client, the stages): imported while Ray starts
+SWEEP_MODULES = ("pipelines.runtime.job", "ray.tune", "components.sweep.trial",
+                 "components.heart", "components.recording.sweep_tracking",
+                 "pipelines.runtime.load_stage")
+
+
 def tune_state(work_dir: "Location | None", run_id: str) -> "Location":
     """Where a new sweep keeps its Ray Tune state: ``tune/<run id>`` under
     ``work_dir``, else under the cache, beside the runs' checkpoints."""
@@ -250,13 +256,14 @@ def run_sweep(plan: SweepPlan) -> int:
     from components.recording.reads import get_run, tracking_uri
     from components.train.workers import WorkerGroup
     from pipelines.runtime.console import quiet_console, runs_table_page, ui_link
-    from pipelines.runtime.job import execute, prepare
+    from pipelines.runtime.services import prepare
 
     request = plan.request
     # the space checks its trials' worker group below, naming its file
     if prepare(lambda: plan, WorkerGroup(), request.verbose, request.work_dir,
-               request.data_root) is None:
+               request.data_root, beside=SWEEP_MODULES) is None:
         return 2
+    from pipelines.runtime.job import execute  # loaded beside Ray
     try:
         check_cluster(plan, ray.cluster_resources())
     except PLNLPError as error:

@@ -4,6 +4,7 @@ a fresh interpreter, which then says which of them it imported (no timing
 here; ``benchmarks/command_latency.py`` measures the seconds). An unknown
 part's name, and an import path spelled wrong, are refused so too; a part of
 one's own is imported (and torch with it) only once its path is well spelled."""
+import os
 import subprocess
 import sys
 import textwrap
@@ -26,11 +27,13 @@ CHECK = textwrap.dedent("""
 """).format(heavy=HEAVY)
 
 
-def imported_by(module: str, argv: list[str]) -> list[str]:
+def imported_by(module: str, argv: list[str], env: dict[str, str] | None = None) -> list[str]:
     """The packages of :data:`HEAVY` in ``sys.modules`` after ``module``'s
-    ``main(argv)`` returns or exits, in a fresh interpreter."""
+    ``main(argv)`` returns or exits, in a fresh interpreter (with ``env``
+    added to its environment)."""
     run = subprocess.run([sys.executable, "-c", CHECK, module, *argv], cwd=REPO_ROOT,
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, **(env or {})})
     last = run.stdout.strip().splitlines()[-1]
     assert last.startswith("imported:"), run.stdout + run.stderr
     return last.split()[1:]

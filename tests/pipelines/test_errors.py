@@ -50,7 +50,7 @@ from components.storage.split_meta import DatasetMeta
 from pipelines.planning.presets import load_preset
 from pipelines.planning.sweep_space import SearchSpace
 from pipelines.run import main as run_main
-from pipelines.runtime import job
+from pipelines.runtime import job, services
 from pipelines.standin import main as standin_main
 from pipelines.tune import main as tune_main
 from plnlp_core.config import PLNLPConfig
@@ -1484,7 +1484,7 @@ def test_an_interrupt_before_the_run_records_nothing(tmp_path, unwritten_mlflow_
     from components.train.workers import WorkerGroup
 
     with pytest.raises(SystemExit) as exited:
-        job.prepare(lambda: interrupt_self(signal.SIGINT), WorkerGroup())
+        services.prepare(lambda: interrupt_self(signal.SIGINT), WorkerGroup())
     assert_refused("interrupted-before-run", exited.value.code, capsys.readouterr().err,
                    "test_an_interrupt_before_the_run_records_nothing")
     assert not (tmp_path / "mlflow.db").exists()

@@ -31,10 +31,11 @@ from pipelines.planning.request import RunRequest, SweepRequest
 from pipelines.planning.run_plan import graph_source, plan_run
 from pipelines.planning.sweep_plan import plan_sweep
 from pipelines.runtime.console import quiet_console
-from pipelines.runtime.job import execute, prepare
+from pipelines.runtime.job import execute
 from pipelines.runtime.kubeflow.step_request import step_request
 from pipelines.runtime.load_stage import load_stage
 from pipelines.runtime.process_exit import skip_final_collection
+from pipelines.runtime.services import prepare
 from pipelines.runtime.storage_roots import StorageRoots
 from pipelines.runtime.sweep import run_sweep
 from plnlp_core.config import PLNLPConfig
@@ -45,7 +46,7 @@ CONFIG_FILE = "config.yaml"
 
 def start(request: RunRequest, validate: Callable[[], object]) -> object:
     """Checks the MLflow store, runs ``validate``, starts or joins Ray and
-    checks the worker group fits (see :func:`pipelines.runtime.job.prepare`);
+    checks the worker group fits (see :func:`pipelines.runtime.services.prepare`);
     returns what ``validate`` returned, or exits 2 after the ``error:`` line."""
     value = prepare(validate, request.workers, request.verbose, request.work_dir,
                     request.data_root)
