@@ -12,7 +12,8 @@ import torch
 import torch.distributed as dist
 
 from components.recording.names import EPOCHS, FINAL, RESTORED_FROM, WALL_TIME
-from components.train.checkpoints import checkpoint_epoch, checkpoint_name, write_checkpoint
+from components.train.checkpoints import write_checkpoint
+from components.train.stored_checkpoints import checkpoint_epoch, checkpoint_name
 from plnlp_core.training.fitting import EpochResult
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ class EpochReporter:
 
     Every ``checkpoint_every`` epochs since the previous checkpoint, and
     after the last epoch, each worker writes its state into the run's
-    storage (Ray Train's copy), as :func:`components.train.checkpoints.checkpoint_name`
+    storage (Ray Train's copy), as :func:`components.train.stored_checkpoints.checkpoint_name`
     names it; from there a restarted worker goes on (see
     :func:`components.train.worker.train_worker`), whether or not Train's
     controller has taken the checkpoint's report. So a lost worker costs at

@@ -14,16 +14,15 @@ from components.storage.graph_files import read_adjacency
 from components.storage.location import Location
 from components.storage.parquet_io import read_node_ids, read_split
 from components.storage.stage_cache import local_entry
-from components.train.checkpoints import (
-    HISTORY_FILE,
-    TIMING_FILE,
+from components.train.checkpoints import HISTORY_FILE, TIMING_FILE
+from components.train.epoch_reporter import EpochReporter
+from components.train.session import RayTrainSession, TrialSession
+from components.train.startup import mark
+from components.train.stored_checkpoints import (
     checkpoint_epoch,
     newest_complete,
     stored_checkpoints,
 )
-from components.train.epoch_reporter import EpochReporter
-from components.train.session import RayTrainSession, TrialSession
-from components.train.startup import mark
 from components.train.walk_rounds import ParquetWalkRounds
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.training.experiment import prepare_experiment, run_experiment

@@ -41,6 +41,7 @@ from components.recording.reads import (
 )
 from components.recording.runs import end_other_run, end_run
 from components.storage.location import Location
+from components.train.stored_checkpoints import resumable_epoch
 from pipelines.runtime.ray_cluster import gcs_answers
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -376,8 +377,6 @@ def epoch_reached(run_id: str) -> int:
     last epoch MLflow holds (a report dies with its worker) or earlier (the
     epochs since are trained again); else the largest step of its
     ``train_loss`` history, 0 if none."""
-    from components.train.checkpoints import resumable_epoch  # torch: not before Ray's start
-
     run = get_run(run_id)
     storage = run.data.tags.get(CHECKPOINTS_TAG)
     if storage:

@@ -12,7 +12,7 @@ from pyarrow.fs import LocalFileSystem
 import components.train.epoch_reporter as reporting
 from components.recording.names import EPOCHS, FINAL, RESTORED_FROM
 from components.storage.location import Location
-from components.train.checkpoints import checkpoint_name, stored_checkpoints, write_checkpoint
+from components.train.checkpoints import write_checkpoint
 from components.train.epoch_reporter import (
     CHECKPOINT,
     METRICS,
@@ -22,6 +22,7 @@ from components.train.epoch_reporter import (
     _seconds,
 )
 from components.train.session import TrialSession, TrialStopped
+from components.train.stored_checkpoints import checkpoint_name, stored_checkpoints
 from plnlp_core.training.fit_state import FitState
 from plnlp_core.training.fitting import EpochResult
 
