@@ -1,7 +1,7 @@
 """Subprocesses the tests and the benchmarks start: a command in its own
 process group, a free port, the wait for a server to answer, the
 environment of a process that starts its own Ray, and the training
-processes of a Ray node."""
+processes of a Ray node, and a Ray head's job API."""
 import contextlib
 import os
 import signal
@@ -17,8 +17,8 @@ import psutil
 
 from pipelines.runtime.ray_cluster import free_port
 
-__all__ = ["all_ended", "descendants", "free_port", "pipeline_env", "process_group",
-           "signal_the_tree", "training_processes", "wait_for_http"]
+__all__ = ["all_ended", "descendants", "free_port", "jobs_answer", "pipeline_env",
+           "process_group", "ray_jobs", "signal_the_tree", "training_processes", "wait_for_http"]
 
 TRAINING_PROCESSES = ("ray::RayTrainWorker", "ray::TrainingActor")
 
@@ -108,3 +108,23 @@ def training_processes(node: object) -> list[psutil.Process]:
         except psutil.NoSuchProcess:
             continue
     return found
+
+
+def ray_jobs(dashboard: str, token: str) -> object:
+    """Ray's job SDK client of the head whose dashboard is at ``dashboard``,
+    with the cluster's ``token``: what ``ray job status``, ``logs`` and
+    ``list`` ask, from the test's own process (each such command costs
+    about 2 CPU-seconds, which a test that polls takes from the job)."""
+    from ray.job_submission import JobSubmissionClient
+
+    return JobSubmissionClient(dashboard, headers={"Authorization": f"Bearer {token}"})
+
+
+def jobs_answer(dashboard: str, token: str) -> bool:
+    """Whether the head at ``dashboard`` lists its jobs yet (as ``ray job
+    list`` exits 0 once it does)."""
+    try:
+        ray_jobs(dashboard, token).list_jobs()
+    except Exception:  # not up yet: refused, or the head not ready to answer
+        return False
+    return True

@@ -32,7 +32,13 @@ from plnlp_testing.object_store import (
     s3_server,
 )
 from plnlp_testing.postgres import database_holds, postgres_server
-from plnlp_testing.processes import free_port, process_group, training_processes, wait_for_http
+from plnlp_testing.processes import (
+    free_port,
+    process_group,
+    ray_jobs,
+    training_processes,
+    wait_for_http,
+)
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
@@ -396,9 +402,8 @@ def test_a_sweep_and_two_runs_at_once_are_all_recorded_in_postgresql(services, t
 
 def job_status(services: Services, job: str) -> str:
     """The job's status word (``RUNNING``, ``SUCCEEDED``, ...), as ``ray job
-    status`` says it, from Ray's job SDK in this process: the loops that
-    wait on a job ask every second or less, and a ``ray job`` command costs
-    about 2 CPU-seconds of the two the job trains on."""
+    status`` says it (:func:`~plnlp_testing.processes.ray_jobs`: the loops
+    that wait on a job ask every second or less)."""
     return job_client(services).get_job_status(job).value
 
 
@@ -407,9 +412,5 @@ def job_logs(services: Services, job: str) -> str:
 
 
 def job_client(services: Services) -> object:
-    """Ray's job SDK client of the head's dashboard, with the cluster's token."""
-    from ray.job_submission import JobSubmissionClient
-
     token = (Path.home() / ".ray" / "auth_token").read_text().strip()
-    return JobSubmissionClient(services.dashboard,
-                               headers={"Authorization": f"Bearer {token}"})
+    return ray_jobs(services.dashboard, token)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from plnlp_testing.processes import free_port, pipeline_env, process_group
+from plnlp_testing.processes import free_port, jobs_answer, pipeline_env, process_group
 from plnlp_testing.tracking_server import TrackingServer
 from plnlp_testing.warm_start import cached_load
 from tests.conftest import use_tracking_store
@@ -195,8 +195,7 @@ def test_the_sweep_runs_as_a_ray_job_on_a_token_authenticated_head_with_the_job_
               "--set", "epochs=1", "--set", "encoder=lab_parts.layers:GINLayer"]
     with process_group(head, env, tmp_path, tmp_path / "head.log") as process:
         deadline = time.monotonic() + 120
-        while subprocess.run(["ray", "job", "list", f"--address=http://127.0.0.1:{dashboard}"],
-                             env=env, capture_output=True).returncode != 0:
+        while not jobs_answer(f"http://127.0.0.1:{dashboard}", env["RAY_AUTH_TOKEN"]):
             assert time.monotonic() < deadline and process.poll() is None, \
                 (tmp_path / "head.log").read_text()[-2000:]
             time.sleep(0.5)
