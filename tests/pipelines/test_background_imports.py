@@ -1,13 +1,16 @@
 """A command's own modules import in a thread while Ray starts
 (:mod:`pipelines.runtime.background_imports`), and the services' module
 that starts Ray imports neither torch nor PyG itself."""
+import importlib.util
 import sys
 import threading
 import time
 
 import pytest
 
+from pipelines.run import JOB_MODULES
 from pipelines.runtime.background_imports import imported_beside
+from pipelines.runtime.sweep import SWEEP_MODULES
 from tests.pipelines.test_command_imports import imported_by
 
 SLOW_MODULE = """
@@ -65,3 +68,10 @@ def test_a_run_refused_by_its_tracking_server_has_imported_neither_torch_nor_pyg
     loaded = imported_by("pipelines.run", ["--dataset", "ddi", "--preset", "smoke"],
                          {"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"})
     assert {"ray", "mlflow"} <= set(loaded) and not {"torch", "torch_geometric"} & set(loaded)
+
+
+@pytest.mark.parametrize("modules", [JOB_MODULES, SWEEP_MODULES], ids=["run", "sweep"])
+def test_the_commands_name_modules_that_exist(modules):
+    """A module renamed and left here under its old name would fail in the
+    thread without a word, and the command would import it after Ray's start."""
+    assert [name for name in modules if importlib.util.find_spec(name) is None] == []
