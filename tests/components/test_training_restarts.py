@@ -87,6 +87,11 @@ class FlakyActors:
 
 @pytest.fixture
 def actors(monkeypatch):
+    """Fake actors, and none started ahead or kept by an earlier test of this
+    process (a real one kept by the suite's Ray stays kept for the next)."""
+    monkeypatch.setattr(training_actor, "_STARTED", {})
+    monkeypatch.setattr(training_actor, "_KEPT", [])
+
     def install(outcomes: list[Exception]) -> FlakyActors:
         fake = FlakyActors(outcomes)
         monkeypatch.setattr(training_actor, "TrainingActor", fake)
