@@ -1632,7 +1632,9 @@ def test_a_lost_driver_s_run_is_marked_and_resume_goes_on_from_its_newest_checkp
                                         work_dir=tmp_path / "work")
     with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "first.log")
-        time.sleep(2)  # a checkpoint after the first one
+        # a second whole checkpoint (epoch 4), so that the newest is not the only one
+        wait_until(lambda: checkpointed_epoch(only_run(f"sqlite:///{database}")) >= 4,
+                   tmp_path / "first.log", within_s=60)
         signal_the_tree(process.pid, signal.SIGKILL)  # the job's processes at once
         process.wait(timeout=60)
         driver = process.pid
