@@ -29,10 +29,23 @@ def open_experiment(name: str, artifact_location: str | None = None) -> str:
     return mlflow.set_experiment(name).experiment_id
 
 
-def mark_training_experiment() -> None:
-    """Tags the active experiment as a classic training one, so that the
-    UI opens on its runs table, not on GenAI traces."""
-    mlflow.set_experiment_tag(EXPERIMENT_KIND_TAG, "custom_model_development")
+TRAINING_EXPERIMENT = "custom_model_development"
+
+
+def mark_training_experiment(experiment_id: str) -> None:
+    """Tags the experiment as a classic training one, so that the UI opens
+    on its runs table, not on GenAI traces. Commands started together may
+    each find the tag missing: a server whose database refuses the second
+    write of it (PostgreSQL's duplicate key) is answered by the first's."""
+    client = MlflowClient()
+    if client.get_experiment(experiment_id).tags.get(EXPERIMENT_KIND_TAG) == TRAINING_EXPERIMENT:
+        return
+    try:
+        client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, TRAINING_EXPERIMENT)
+    except MlflowException:
+        tags = client.get_experiment(experiment_id).tags
+        if tags.get(EXPERIMENT_KIND_TAG) != TRAINING_EXPERIMENT:
+            raise
 
 
 def start_run(

@@ -68,7 +68,7 @@ def execute(
         with guard:
             with tracking_store_lock(tracking_uri()):
                 experiment_id = use_experiment(experiment)  # of two at once, one makes tables
-            mark_training_experiment()
+            mark_training_experiment(experiment_id)
             for line in end_abandoned_runs(experiment_id):
                 print(line, flush=True)
             work = Location(work_dir or tempfile.mkdtemp(prefix="plnlp-", dir=scratch_dir()))

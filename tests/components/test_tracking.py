@@ -5,10 +5,11 @@ import time
 
 import mlflow
 import pytest
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from components.recording.names import DESCRIPTION_TAG
-from components.recording.runs import open_experiment
+from components.recording.names import DESCRIPTION_TAG, EXPERIMENT_KIND_TAG
+from components.recording.runs import mark_training_experiment, open_experiment
 from components.recording.tracking import describe_run, mark_failed, run_description
 from plnlp_testing.processes import free_port
 
@@ -57,6 +58,37 @@ def test_an_experiment_another_command_creates_at_the_same_moment_is_opened(
     first = MlflowClient(mlflow_store).create_experiment("together")
     monkeypatch.setattr(mlflow, "get_experiment_by_name", lambda name: None)
     assert open_experiment("together") == first
+
+
+def refused_after_another_command(tag_is_written: bool):
+    """``set_experiment_tag`` as a PostgreSQL-backed server answers the
+    second of two commands that tag the experiment at once (the first's
+    tag written, this one's a duplicate key); or refused with no tag."""
+    really_set = MlflowClient.set_experiment_tag
+
+    def refused(client, experiment_id, key, value):
+        if tag_is_written:
+            really_set(client, experiment_id, key, value)
+        raise MlflowException("duplicate key value violates unique constraint "
+                              '"experiment_tag_pk"', error_code="BAD_REQUEST")
+    return refused
+
+
+def test_a_training_experiment_tagged_by_another_command_at_the_same_moment_is_marked(
+        mlflow_store, monkeypatch):
+    experiment = MlflowClient(mlflow_store).create_experiment("together")
+    monkeypatch.setattr(MlflowClient, "set_experiment_tag", refused_after_another_command(True))
+    mark_training_experiment(experiment)
+    tags = MlflowClient(mlflow_store).get_experiment(experiment).tags
+    assert tags[EXPERIMENT_KIND_TAG] == "custom_model_development"
+    mark_training_experiment(experiment)  # marked: no second write to be refused
+
+
+def test_a_refused_tag_that_no_other_command_wrote_is_raised(mlflow_store, monkeypatch):
+    experiment = MlflowClient(mlflow_store).create_experiment("refused")
+    monkeypatch.setattr(MlflowClient, "set_experiment_tag", refused_after_another_command(False))
+    with pytest.raises(MlflowException, match="duplicate key"):
+        mark_training_experiment(experiment)
 
 
 def test_a_run_failed_by_an_absent_server_is_let_go_after_one_try(mlflow_store, monkeypatch):
