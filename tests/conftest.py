@@ -1,5 +1,7 @@
 """Fixtures shared by the suite: one local Ray for every test that needs
-it, a throwaway MLflow store per test, and the datasets."""
+it, a throwaway MLflow store per test, and the datasets; under
+``pytest -n 2``, tests marked ``alone`` run with no other beside them
+(:mod:`plnlp_testing.alone`)."""
 import os
 from pathlib import Path
 
@@ -9,6 +11,8 @@ from plnlp_testing.warm_start import empty_tracking_store
 from tests.standin import write_ddi_standin
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+pytest_plugins = ["plnlp_testing.alone"]
 
 
 @pytest.fixture(scope="session", autouse=True)

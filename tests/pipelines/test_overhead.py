@@ -14,7 +14,8 @@ from plnlp_core.data.datasets import DATASETS
 from plnlp_core.data.ogb_reader import load_ogb
 from plnlp_core.training.experiment import prepare_experiment, run_experiment
 
-pytestmark = pytest.mark.slow
+# alone: it times epochs, which a test beside it (pytest -n 2) would slow at random
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 SHORT_EPOCHS = ["--dataset", "ddi", "--preset", "smoke", "--set", "epochs=30",
                 "--set", "max_batches_per_epoch=2", "--cpus-per-worker", "2"]
