@@ -20,7 +20,7 @@ from components.recording.tracking import log_metrics, log_training
 from components.storage.location import Location
 from components.storage.split_inputs import split_inputs
 from components.train.stage import train
-from components.train.startup import DRIVER_MARKS, startup_phases
+from components.train.startup import COMMAND, DRIVER_MARKS, startup_phases
 from components.train.workers import WorkerGroup
 from plnlp_core.config import PLNLPConfig
 
@@ -104,8 +104,12 @@ def train_in_run(
 
 def first_startup(trained: TrainArtifact) -> dict[str, float]:
     """The start-up phases of this process's first training (later seeds
-    of a run start from a warm Ray and say nothing)."""
-    if "first_epoch" in DRIVER_MARKS or "first_epoch" not in trained.startup:
+    of a run start from a warm Ray and say nothing, and so does a
+    ``--resume`` that found nothing left to train: the marks it read back
+    from the newest checkpoint are the earlier command's)."""
+    first_epoch = trained.startup.get("first_epoch")
+    if "first_epoch" in DRIVER_MARKS or first_epoch is None \
+            or first_epoch < DRIVER_MARKS.get(COMMAND, first_epoch):
         return {}
     marks = {**DRIVER_MARKS, **trained.startup}
     DRIVER_MARKS["first_epoch"] = marks["first_epoch"]
