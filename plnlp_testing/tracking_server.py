@@ -14,7 +14,9 @@ __all__ = ["TrackingServer"]
 class TrackingServer:
     """``mlflow server`` on a free port, its runs in ``folder``'s SQLite
     file (made with its tables: see :mod:`plnlp_testing.warm_start`): the
-    same server each time it is started."""
+    same server each time it is started. Without MLflow's job runner, as
+    docs/cluster.md starts a team's: its ten processes' polling would take
+    half a core from the test beside it."""
 
     def __init__(self, folder: Path) -> None:
         self.folder, self.port = folder, free_port()
@@ -30,7 +32,8 @@ class TrackingServer:
                 "--workers", "1"]
         log = self.folder / f"server-{len(self.started)}.log"
         running = ExitStack()
-        running.enter_context(process_group(argv, pipeline_env(self.folder), self.folder, log))
+        env = pipeline_env(self.folder, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
+        running.enter_context(process_group(argv, env, self.folder, log))
         self.started.append(running)
         wait_for_http(f"{self.uri}/health", log, timeout=120)
 
