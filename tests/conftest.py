@@ -14,12 +14,6 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 pytest_plugins = ["plnlp_testing.alone"]
 
-# Ray starts its workers at niceness 15 (its `worker_niceness`): beside the other pytest worker's
-# processes, at 0, a Ray worker got about 3 % of a core, and an in-process sweep took 156 s
-# instead of 18. Every Ray the suite starts (its own, the commands', the clusters') inherits this.
-os.environ.setdefault("RAY_worker_niceness", "0")
-
-
 @pytest.fixture(scope="session", autouse=True)
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Caches and scratch folders of the whole run go to a temporary folder."""
