@@ -1,7 +1,8 @@
 """Fixtures shared by the suite: one local Ray for every test that needs
 it, a throwaway MLflow store per test, and the datasets; under
 ``pytest -n 2``, tests marked ``alone`` run with no other beside them
-(:mod:`plnlp_testing.alone`)."""
+(:mod:`plnlp_testing.alone`) and the longest files start first
+(:mod:`plnlp_testing.longest_first`)."""
 import os
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from tests.standin import write_ddi_standin
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-pytest_plugins = ["plnlp_testing.alone"]
+pytest_plugins = ["plnlp_testing.alone", "plnlp_testing.longest_first"]
 
 @pytest.fixture(scope="session", autouse=True)
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
