@@ -7,8 +7,11 @@ those with the most tests first: the file of two tests that took 255 s
 went out last. Here the files go out in the order of the seconds
 ``tests/file_seconds.json`` holds for them (longest first; a file it does
 not name after those it does, in pytest's order), with
-``--no-loadscope-reorder`` so that xdist keeps it. Every worker collects
-the same order, as xdist requires. Without workers nothing moves.
+``--no-loadscope-reorder`` so that xdist keeps it. A file with a test
+marked ``alone`` goes out before them all: such a test waits for the test
+beside it to end (:mod:`plnlp_testing.alone`), which later in the run may
+be a file's minutes-long test, and at the start is its first. Every worker
+collects the same order, as xdist requires. Without workers nothing moves.
 
 The figures go stale as tests change, which costs only the order:
 ``python -m plnlp_testing.longest_first junit.xml`` writes them again from
@@ -22,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from plnlp_testing.alone import MARKER as ALONE
+
 SECONDS_FILE = Path(__file__).resolve().parents[1] / "tests" / "file_seconds.json"
 
 
@@ -30,9 +35,16 @@ def file_seconds() -> dict[str, float]:
     return json.loads(SECONDS_FILE.read_text()) if SECONDS_FILE.exists() else {}
 
 
+def file_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::")[0]
+
+
 def longest_first(items: list[pytest.Item], seconds: dict[str, float]) -> list[pytest.Item]:
-    """``items``, those of longer files first; each file's in its own order."""
-    return sorted(items, key=lambda item: -seconds.get(item.nodeid.split("::")[0], 0.0))
+    """``items``, those of files with an ``alone`` test first, then those of
+    longer files; each file's in its own order."""
+    alone = {file_of(item) for item in items if item.get_closest_marker(ALONE) is not None}
+    return sorted(items, key=lambda item: (file_of(item) not in alone,
+                                           -seconds.get(file_of(item), 0.0)))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

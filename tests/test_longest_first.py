@@ -8,8 +8,10 @@ from plnlp_testing.longest_first import SECONDS_FILE, file_seconds, longest_firs
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def items(*nodeids: str) -> list[SimpleNamespace]:
-    return [SimpleNamespace(nodeid=nodeid) for nodeid in nodeids]
+def items(*nodeids: str, alone: str = "") -> list[SimpleNamespace]:
+    """Stand-ins for pytest's items; the one named ``alone`` is marked so."""
+    return [SimpleNamespace(nodeid=nodeid, get_closest_marker=lambda name, nodeid=nodeid: (
+        name if name == "alone" and nodeid == alone else None)) for nodeid in nodeids]
 
 
 def test_longer_files_go_first_each_keeping_its_own_order_and_unnamed_ones_last():
@@ -19,6 +21,14 @@ def test_longer_files_go_first_each_keeping_its_own_order_and_unnamed_ones_last(
     assert [item.nodeid for item in longest_first(collected, seconds)] == [
         "tests/b.py::t1", "tests/b.py::t2", "tests/c.py::t", "tests/a.py::t1", "tests/a.py::t2",
         "tests/new.py::t"]
+
+
+def test_a_file_with_an_alone_test_goes_before_longer_files():
+    collected = items("tests/a.py::t", "tests/b.py::t1", "tests/b.py::t2", "tests/c.py::t",
+                      alone="tests/b.py::t2")
+    seconds = {"tests/a.py": 300.0, "tests/b.py": 20.0, "tests/c.py": 40.0}
+    assert [item.nodeid for item in longest_first(collected, seconds)] == [
+        "tests/b.py::t1", "tests/b.py::t2", "tests/a.py::t", "tests/c.py::t"]
 
 
 def test_a_junit_report_gives_each_file_its_tests_seconds(tmp_path):
