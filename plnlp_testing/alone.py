@@ -20,7 +20,7 @@ MARKER = "alone"
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{MARKER}: under pytest -n 2, no other test runs beside it (it times "
-                   "itself against a quiet machine)")
+                   "itself against a quiet machine, or meets a fixed deadline of a tool it runs)")
 
 
 def lock_files() -> tuple[Path, Path] | None:
