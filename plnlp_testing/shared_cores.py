@@ -9,10 +9,11 @@ starts inherits them (a command, a Ray and its workers, a cluster).
   3 % of a core: an in-process sweep took 156 s instead of 18.
 - ``OMP_WAIT_POLICY=PASSIVE``: torch's OpenMP threads that wait for work
   sleep instead of spinning. Two ddi smoke trainings side by side, each on
-  its Ray's two CPUs, spun each other's cores away: epochs of 1.4-2.3 s
-  instead of 0.2-0.4 s, 40-44 s a run instead of 24-26 (AMD EPYC, 2 vCPUs).
-  A run alone on the machine is faster spinning (1.2 against 1.5-1.9 s a
-  full-batch epoch), which is why the product leaves OpenMP's default."""
+  its Ray's two CPUs, spun each other's cores away: two-batch epochs of
+  0.5-2.3 s instead of 0.2-0.4 s, 40-44 s a run instead of 24-26 (AMD
+  EPYC, 2 vCPUs). A run alone on the machine is faster spinning (about 1.3
+  against 1.5-2.0 s a full-batch epoch), which is why the product leaves
+  OpenMP's default (docs/cluster.md)."""
 import os
 
 SHARED_CORE_SETTINGS = {"RAY_worker_niceness": "0", "OMP_WAIT_POLICY": "PASSIVE"}

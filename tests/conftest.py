@@ -15,6 +15,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 pytest_plugins = ["plnlp_testing.alone", "plnlp_testing.longest_first"]
 
+
 @pytest.fixture(scope="session", autouse=True)
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Caches and scratch folders of the whole run go to a temporary folder."""
