@@ -39,7 +39,7 @@ from plnlp_testing.processes import (
     training_processes,
     wait_for_http,
 )
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, start_suite_ray
 
 pytestmark = pytest.mark.slow
 
@@ -118,8 +118,7 @@ def services(tmp_path_factory, ddi_root):
             for node_folder in NODE_FOLDERS:
                 shutil.rmtree(node_folder, ignore_errors=True)
             if suite_ray:  # back as tests/conftest.py started it, for the tests after these
-                ray.init(address="local", num_cpus=2, include_dashboard=False,
-                         log_to_driver=True)
+                start_suite_ray()
 
 
 NODE_FOLDERS: list[str] = []  # the worker nodes' temp folders, removed with the cluster
