@@ -15,9 +15,6 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 pytest_plugins = ["plnlp_testing.alone", "plnlp_testing.longest_first"]
 
-# workers the suite's Ray keeps while idle: each holds torch and PyG (about 0.4 GiB)
-IDLE_WORKERS_KEPT = 8
-
 
 @pytest.fixture(scope="session", autouse=True)
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -43,23 +40,23 @@ def start_suite_ray():
     (the folder its driver runs in), so that they import ``examples/`` as a
     user's workers import the package in the folder a command runs from.
 
-    It keeps up to :data:`IDLE_WORKERS_KEPT` idle workers for a minute
-    (Ray's default: as many as its CPUs, for a second). Its tests run stage
-    after stage beside actors that hold workers of their own, so with the
-    default each stage's task found its worker ended and started another,
-    which imported torch and PyG again: about 4.5 CPU-s a worker. Measured
-    (AMD EPYC, 2 vCPUs): the 31 tests of test_run, test_predict and
-    test_stages in one process started 26 workers and took 166 CPU-s, with
-    the workers kept 18 and 136 CPU-s; the 83 tests of the 15 files that use
-    this Ray, under ``-n 2``, 591 CPU-s in 330 s against 535 in 310 s."""
+    Idle workers past the count of its CPUs live a minute, not Ray's second.
+    Its tests run stage after stage beside actors that hold workers of their
+    own, so with Ray's second each stage's task found the worker of the one
+    before ended and started another, which imported torch and PyG again (about
+    4.5 CPU-s). Measured (AMD EPYC, 2 vCPUs), the 31 tests of test_run,
+    test_predict and test_stages in one process: 26 workers and 166 CPU-s with
+    Ray's second, 121 CPU-s with a minute. Keeping more idle workers for good
+    (8, not 2) did no better there (125 CPU-s), and an idle worker costs about
+    0.45 CPU-s a minute.
+    """
     import ray
 
     started_in = os.getcwd()
     os.chdir(REPO_ROOT)
     try:
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=True,
-                 _system_config={"num_workers_soft_limit": IDLE_WORKERS_KEPT,
-                                 "idle_worker_killing_time_threshold_ms": 60_000})
+                 _system_config={"idle_worker_killing_time_threshold_ms": 60_000})
     finally:
         os.chdir(started_in)
     return ray
