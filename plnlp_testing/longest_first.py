@@ -36,6 +36,7 @@ def file_seconds() -> dict[str, float]:
 
 
 def file_of(item: pytest.Item) -> str:
+    """The test file ``item`` is in, as its node id names it."""
     return item.nodeid.split("::")[0]
 
 

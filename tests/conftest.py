@@ -5,6 +5,7 @@ it, a throwaway MLflow store per test, and the datasets; under
 (:mod:`plnlp_testing.longest_first`)."""
 import os
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -33,7 +34,7 @@ def ray_session(cache_dir: Path):
     ray.shutdown()
 
 
-def start_suite_ray():
+def start_suite_ray() -> ModuleType:
     """Starts the suite's local Ray and returns the ``ray`` module. Its own
     (``address="local"``), never another Ray running on the machine.
     Started from the repository's root, which Ray puts on its workers' path
