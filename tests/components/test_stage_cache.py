@@ -212,7 +212,7 @@ def test_load_and_augment_reuse_their_entries_until_an_input_changes(
     assert augment(first, config, root, num_chunks=2) == walks
     # the driver's own lines: Ray forwards a worker's, "(load_dataset pid=...) ...", when its
     # log monitor gets to them, once seconds after the task
-    printed = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("(")]
+    printed = [line for line in capsys.readouterr().out.splitlines() if "pid=" not in line]
     assert printed == [f"reusing cached augment output {walks.directory}"]
     assert file_stats(walks.directory.local_path()) == walked
     assert augment(first, config.replace(walk_length=4), root, num_chunks=2).directory \
