@@ -34,6 +34,15 @@ def ray_session(cache_dir: Path):
     ray.shutdown()
 
 
+@pytest.fixture
+def suite_ray_address(ray_session: ModuleType) -> str:
+    """The GCS address of the suite's Ray, for a command under test to join
+    (``plnlp_testing.processes.pipeline_env``'s ``ray_address``) when the
+    test is not about a Ray of the command's own; read for each test, since
+    test_cluster starts the suite's Ray again."""
+    return ray_session.get_runtime_context().gcs_address
+
+
 def start_suite_ray() -> ModuleType:
     """Starts the suite's local Ray and returns the ``ray`` module. Its own
     (``address="local"``), never another Ray running on the machine.

@@ -16,6 +16,9 @@ import grpc
 import psutil
 import ray
 from ray._private import services as ray_services
+from ray._private.authentication.authentication_token_setup import (
+    maybe_enable_token_auth_if_token_available,
+)
 from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
 from components.recording.store import PROBE_TIMEOUT_S, connection_detail
@@ -105,8 +108,7 @@ def start_local_ray(logging_level: int) -> None:
     dashboard = os.environ.get(DASHBOARD_VARIABLE, "").strip() in ("1", "true", "yes")
     running = set(psutil.Process().children(recursive=True))
     if logging_level > logging.INFO:  # a notice of Ray's default, not of this run's
-        logging.getLogger(TOKEN_NOTICE_LOGGER).addFilter(
-            lambda record: not record.getMessage().startswith(TOKEN_NOTICE))
+        logging.getLogger(TOKEN_NOTICE_LOGGER).addFilter(_without_token_notice)
     try:
         with mock.patch.dict(os.environ, {GCS_PORT_VARIABLE: str(port), "RAY_ADDRESS": address}), \
                 mock.patch.object(ray_services, "ConsolePopen", OwnSessionPopen):
@@ -119,6 +121,10 @@ def start_local_ray(logging_level: int) -> None:
     if dashboard and context.dashboard_url:
         print(f"Ray dashboard  http://{context.dashboard_url} while this run lasts (it asks "
               "for Ray's token: `ray get-auth-token` prints it)", flush=True)
+
+
+def _without_token_notice(record: logging.LogRecord) -> bool:
+    return not record.getMessage().startswith(TOKEN_NOTICE)
 
 
 class OwnSessionPopen(ray_services.ConsolePopen):
@@ -227,9 +233,38 @@ def _check_gcs(address: str, host: str, port: int) -> None:
         raise PLNLPError(f"RAY_AUTH_MODE=token but no Ray token is set to connect to "
                          f"{address}; {TOKEN_FIX}.")
     try:
-        _ask_cluster_id(host, port, PROBE_TIMEOUT_S)
+        _ask_cluster_id(host, port, PROBE_TIMEOUT_S, _token_metadata())
     except grpc.RpcError as error:
-        raise _gcs_problem(address, error, bool(_token_metadata())) from error
+        if not _takes_the_found_token(error, host, port):
+            raise _gcs_problem(address, error, bool(_token_metadata())) from error
+        send_the_found_token()
+
+
+def _takes_the_found_token(refusal: grpc.RpcError, host: str, port: int) -> bool:
+    """Whether the GCS at ``host:port``, which refused a connection without
+    a token (``RAY_AUTH_MODE`` unset), takes the token found on this machine."""
+    token = ray_auth_token()
+    if refusal.code() != grpc.StatusCode.UNAUTHENTICATED or _auth_mode() != "unset" \
+            or token is None:
+        return False
+    try:
+        _ask_cluster_id(host, port, PROBE_TIMEOUT_S, [("authorization", f"Bearer {token}")])
+    except grpc.RpcError:
+        return False
+    return True
+
+
+def send_the_found_token() -> None:
+    """Has ``ray.init`` send the token found on this machine, as ``ray
+    start`` does when ``RAY_AUTH_MODE`` is unset (Ray's own switch, which
+    sets ``RAY_AUTH_MODE=token`` for this process and its children).
+    ``ray.init`` sends none to a cluster ``RAY_ADDRESS`` names unless the
+    mode says so: a head started with a token (``ray start --head`` on a
+    machine that ran a local Ray, which writes ``~/.ray/auth_token``)
+    refused such a run after 20 s of retries, which then said no cluster
+    answered."""
+    logging.getLogger(TOKEN_NOTICE_LOGGER).addFilter(_without_token_notice)
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
 
 
 def gcs_answers(address: str, timeout_s: float = 1.0) -> bool:
@@ -240,26 +275,28 @@ def gcs_answers(address: str, timeout_s: float = 1.0) -> bool:
     that runs."""
     host, _, port = address.rpartition(":")
     try:
-        _ask_cluster_id(host, int(port), timeout_s)
+        _ask_cluster_id(host, int(port), timeout_s, _token_metadata())
     except grpc.RpcError as error:
         return error.code() not in (grpc.StatusCode.UNAVAILABLE,
                                     grpc.StatusCode.DEADLINE_EXCEEDED)
     return True
 
 
-def _ask_cluster_id(host: str, port: int, timeout_s: float) -> None:
-    """One ``GetClusterId`` request to the GCS at ``host:port``; raises
-    ``grpc.RpcError`` unless it answers."""
+def _ask_cluster_id(host: str, port: int, timeout_s: float,
+                    metadata: list[tuple[str, str]]) -> None:
+    """One ``GetClusterId`` request to the GCS at ``host:port`` with
+    ``metadata``; raises ``grpc.RpcError`` unless it answers."""
     with grpc.insecure_channel(f"{_loopback_as_ray_does(host)}:{port}") as channel:
         stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
         stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=timeout_s,
-                          metadata=_token_metadata())
+                          metadata=metadata)
 
 
 def _token_metadata() -> list[tuple[str, str]]:
-    """The ``authorization`` header ``ray.init`` would send, if any."""
+    """The ``authorization`` header ``ray.init`` sends to a cluster
+    ``RAY_ADDRESS`` names, if any: with ``RAY_AUTH_MODE=token`` alone."""
     token = ray_auth_token()
-    return [("authorization", f"Bearer {token}")] if token and _auth_mode() != "off" else []
+    return [("authorization", f"Bearer {token}")] if token and _auth_mode() == "token" else []
 
 
 def _gcs_problem(address: str, error: grpc.RpcError, sent_token: bool) -> PLNLPError:
@@ -279,7 +316,8 @@ def _gcs_problem(address: str, error: grpc.RpcError, sent_token: bool) -> PLNLPE
 
 def _auth_mode() -> str:
     """``token``, ``off`` (set to anything else) or ``unset``: Ray sends its
-    token when the mode is ``token``, or unset and a token is found."""
+    token to a cluster ``RAY_ADDRESS`` names when the mode is ``token``, and,
+    unset with a token found, to one ``ray start`` or ``ray.init()`` finds."""
     mode = os.environ.get("RAY_AUTH_MODE")
     return "unset" if mode is None else ("token" if mode.lower() == "token" else "off")
 

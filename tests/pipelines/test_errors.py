@@ -1086,8 +1086,21 @@ def test_a_cluster_that_refuses_the_token_is_refused(mlflow_store, tmp_path, mon
         monkeypatch.delenv("RAY_AUTH_MODE")  # and no token anywhere: none is sent
         assert run_main(SMOKE) == 2
         assert "refused a connection without a token" in capsys.readouterr().err
+        # Ray's own switch to send the found token, which commands that join the
+        # suite's Ray take for real (plnlp_testing.processes.pipeline_env's ray_address)
+        switched = []
+        monkeypatch.setattr(
+            pipelines.runtime.ray_cluster, "maybe_enable_token_auth_if_token_available",
+            lambda **kwargs: switched.append(os.environ.get("RAY_AUTH_TOKEN")))
+        monkeypatch.setenv("RAY_AUTH_TOKEN", "a-wrong-token")  # found, and refused too
+        assert run_main(SMOKE) == 2 and switched == []
+        assert "refused a connection without a token" in capsys.readouterr().err
         monkeypatch.setenv("RAY_AUTH_TOKEN", "the-cluster-token")
         pipelines.runtime.ray_cluster.check_ray_address(f"127.0.0.1:{port}")  # right token passes
+        assert switched == ["the-cluster-token"]  # and ray.init is told to send it too
+    with fake_gcs() as port:  # a cluster without token auth: ray.init sends none
+        pipelines.runtime.ray_cluster.check_ray_address(f"127.0.0.1:{port}")
+        assert switched == ["the-cluster-token"]
 
 
 def test_errors_of_ray_init_become_one_sentence(mlflow_store, monkeypatch, capsys):
@@ -1545,15 +1558,15 @@ def resume_to_the_end(run_id: str, env: dict[str, str], cwd: Path, log: Path) ->
     return output
 
 
-def smoke_command(ddi_root: Path, tmp_path: Path, *settings: str, work_dir: Path | None = None
-                  ) -> tuple[list[str], dict[str, str], Path]:
+def smoke_command(ddi_root: Path, tmp_path: Path, *settings: str, work_dir: Path | None = None,
+                  ray_address: str | None = None) -> tuple[list[str], dict[str, str], Path]:
     """``pipelines/run.py`` on ddi ``smoke`` with ``--set`` each of
     ``settings`` (and ``--work-dir``), as a user runs it (its own local
-    Ray) on a machine that ran it before (its SQLite store's tables made,
-    the load stage's entry cached: see :mod:`plnlp_testing.warm_start`),
-    its environment, and its SQLite store."""
+    Ray, or the running one at ``ray_address``) on a machine that ran it
+    before (its SQLite store's tables made, the load stage's entry cached:
+    see :mod:`plnlp_testing.warm_start`), its environment, and its SQLite store."""
     database = tmp_path / "mlflow.db"
-    env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=empty_tracking_store(database))
+    env = pipeline_env(tmp_path, ray_address, MLFLOW_TRACKING_URI=empty_tracking_store(database))
     cached_load(work_dir or tmp_path / "cache", "ddi", ddi_root)
     argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE,
             "--data-root", str(ddi_root), *(["--work-dir", str(work_dir)] if work_dir else [])]
@@ -1566,13 +1579,14 @@ RESUMED_EPOCHS = 20
 
 @pytest.mark.slow
 def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_id(
-        ddi_root, tmp_path):
+        ddi_root, tmp_path, suite_ray_address):
     """Started with --experiment, --data-root and --work-dir, stopped by
     Ctrl-C (to the whole foreground process group, as a terminal sends
     it): the run is KILLED at its newest checkpoint's epoch and Ray is
     gone. Resumed from another folder (as ``ray job submit`` runs it in a
-    job folder of its own) with only ``--resume ID``: the same run goes on
-    after the epoch the interrupted line named."""
+    job folder of its own, on the cluster's running Ray: the suite's) with
+    only ``--resume ID``: the same run goes on after the epoch the
+    interrupted line named."""
     work = tmp_path / "work"
     argv, env, database = smoke_command(ddi_root, tmp_path, f"epochs={RESUMED_EPOCHS}",
                                         "max_batches_per_epoch=2", "checkpoint_every=1",
@@ -1604,7 +1618,8 @@ def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_i
 
     folder = tmp_path / "job-folder"
     folder.mkdir()  # no ./data, no --data-root, another cache
-    resume_env = {**env, "PLNLP_CACHE_DIR": str(tmp_path / "other-cache")}
+    resume_env = {**env, "PLNLP_CACHE_DIR": str(tmp_path / "other-cache"),
+                  "RAY_ADDRESS": suite_ray_address}
     output = resume_to_the_end(killed.info.run_id, resume_env, folder, tmp_path / "resume.log")
     assert "Downloading artifacts" not in output
     assert f"restarting after epoch {epoch} from its checkpoint" in output
@@ -1621,10 +1636,10 @@ def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_i
 
 @pytest.mark.slow
 def test_a_lost_driver_s_run_is_marked_and_resume_goes_on_from_its_newest_checkpoint(
-        ddi_root, tmp_path):
+        ddi_root, tmp_path, suite_ray_address):
     """The driver and its local Ray killed at once (SIGKILL to the group: a
     head node that went down): MLflow holds the run RUNNING. ``--resume ID``
-    on a fresh Ray says the run was left by a driver that is gone, goes on
+    on another Ray (the suite's) says the run was left by a driver that is gone, goes on
     after the newest complete checkpoint in the work folder, in the same run,
     and finishes it with every epoch once."""
     argv, env, database = smoke_command(ddi_root, tmp_path, f"epochs={RESUMED_EPOCHS}",
@@ -1649,7 +1664,8 @@ def test_a_lost_driver_s_run_is_marked_and_resume_goes_on_from_its_newest_checkp
     assert lost.info.status == "RUNNING"
     epoch = checkpointed_epoch(lost)
     assert 1 <= epoch < RESUMED_EPOCHS
-    output = resume_to_the_end(lost.info.run_id, env, tmp_path, tmp_path / "resume.log")
+    output = resume_to_the_end(lost.info.run_id, {**env, "RAY_ADDRESS": suite_ray_address},
+                               tmp_path, tmp_path / "resume.log")
     assert re.search(rf"run {lost.info.run_id} was left RUNNING: its driver, pid {driver} on "
                      r".+, last seen \d+ s ago, is gone", output), output[-3000:]
     assert f"restarting after epoch {epoch} from its checkpoint" in output
@@ -2366,16 +2382,17 @@ def wait_until(condition, log: Path, within_s: float) -> None:
         time.sleep(0.2)
 
 
-def run_command(ddi_root: Path, tmp_path: Path, uri: str, epochs: int) -> tuple[list, dict]:
+def run_command(ddi_root: Path, tmp_path: Path, uri: str, epochs: int, ray_address: str
+                ) -> tuple[list, dict]:
     """The smoke run of ``epochs`` short epochs (0.3-0.7 s each) that the
     tracking server at ``uri`` goes away from (its load stage's entry
-    cached), and its environment."""
+    cached), joining the running Ray at ``ray_address``, and its environment."""
     cached_load(tmp_path / "work", "ddi", ddi_root)
     argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE, "--data-root",
             str(ddi_root), "--work-dir", str(tmp_path / "work"), "--set", f"epochs={epochs}",
             "--set", "max_batches_per_epoch=2", "--set", "checkpoint_every=5"]
-    env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=uri, MLFLOW_HTTP_REQUEST_MAX_RETRIES="0",
-                       MLFLOW_HTTP_REQUEST_TIMEOUT="5")
+    env = pipeline_env(tmp_path, ray_address, MLFLOW_TRACKING_URI=uri,
+                       MLFLOW_HTTP_REQUEST_MAX_RETRIES="0", MLFLOW_HTTP_REQUEST_TIMEOUT="5")
     return argv, env
 
 
@@ -2385,14 +2402,15 @@ def logged_epochs(uri: str, run_id: str) -> list[int]:
 
 @pytest.mark.slow
 def test_a_server_away_past_the_patience_fails_the_run_and_resume_logs_what_it_measured(
-        ddi_root, tmp_path):
+        ddi_root, tmp_path, suite_ray_address):
     """With a patience of 5 s, a server stopped at epoch 3 and not back by
     the end: the run trains to its end, then fails with how to go on;
-    ``--resume`` once the server is back logs every epoch and finishes."""
+    ``--resume`` once the server is back logs every epoch and finishes.
+    Both commands join the suite's Ray, as on a cluster."""
     log = tmp_path / "run.log"
     with TrackingServer(tmp_path / "server") as server:
         server.start()
-        argv, env = run_command(ddi_root, tmp_path, server.uri, epochs=15)
+        argv, env = run_command(ddi_root, tmp_path, server.uri, 15, suite_ray_address)
         env["PLNLP_TRACKING_PATIENCE_S"] = "5"
         with process_group(argv, env, tmp_path, log) as process:
             wait_until(lambda: printed_epochs(log) >= 3, log, within_s=240)
@@ -2417,7 +2435,9 @@ def run_beside_a_store(ddi_root: Path, tmp_path: Path, *flags: str, **extra_env:
     """ddi ``smoke`` with a checkpoint every epoch, its work folder in a
     bucket reached through a :class:`~plnlp_testing.proxy.PausableProxy`
     (up), run as a user runs it, with ``flags``: the proxy, the process,
-    its log, its environment and its SQLite store's URI."""
+    its log, its environment and its SQLite store's URI. It starts its own
+    Ray, whose workers get the store's endpoint and keys from the command's
+    environment (the suite's Ray's workers have none of them)."""
     from plnlp_testing.object_store import make_bucket, s3_env, s3_server
     from plnlp_testing.proxy import PausableProxy
 

@@ -25,14 +25,14 @@ EPOCHS = 15  # 0.3-0.7 s each: the server may come back after the last one, whic
 
 @pytest.mark.slow
 def test_a_tracking_server_away_in_mid_training_gets_every_epoch_once_it_is_back(
-        ddi_root, tmp_path):
+        ddi_root, tmp_path, suite_ray_address):
     """Stopped at epoch 3 and started again (same database) after the run
     has trained on for a while (or to its end: its last report waits for
-    the server): the run finishes with every epoch once."""
+    the server): the run, on the suite's Ray, finishes with every epoch once."""
     log = tmp_path / "run.log"
     with TrackingServer(tmp_path / "server") as server:
         server.start()
-        argv, env = run_command(ddi_root, tmp_path, server.uri, epochs=EPOCHS)
+        argv, env = run_command(ddi_root, tmp_path, server.uri, EPOCHS, suite_ray_address)
         with process_group(argv, env, tmp_path, log) as process:
             wait_until(lambda: printed_epochs(log) >= 3, log, within_s=240)
             server.stop()
