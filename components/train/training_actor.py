@@ -160,17 +160,21 @@ def training_actor_started(workers: WorkerGroup) -> Iterator[None]:
     the run's first training to take, so that its imports go on beside the
     stages before training; ends it at the end if no training took it.
 
-    It holds the worker's CPUs when the cluster can hold them beside the
-    one-CPU tasks of those stages (else they would wait for it); on a
-    cluster of one node (the local Ray, whose CPUs a worker holds all of)
-    it holds none until its training starts (:func:`cpus_reserved`), and
-    the actor :func:`kept_for_the_next_training` is taken when there is one."""
-    if workers.num_workers == 1 and fits_beside_a_stage(workers):
-        ended_kept_actor()
-        _STARTED[workers] = (new_actor(workers), False)
-    elif workers.num_workers == 1 and sum(node["Alive"] for node in ray.nodes()) == 1:
+    On a cluster of one node (the local Ray, whose CPUs a worker holds all
+    of, or one machine's ``ray start --head``) it holds no CPUs until its
+    training starts (:func:`cpus_reserved`), and the actor
+    :func:`kept_for_the_next_training` is taken when there is one: two
+    runs started at once on a 2-CPU node each found a CPU for its actor and
+    one for a stage free, and their actors then held both while the stages
+    waited for one, for good. On several nodes it holds the worker's CPUs
+    when the cluster can hold them beside the one-CPU tasks of those stages
+    (else they would wait for it), so that it starts on a node that has them."""
+    if workers.num_workers == 1 and on_one_node():
         _STARTED[workers] = (kept_for_the_next_training(workers)
                              or new_actor(workers, cpus=0), True)
+    elif workers.num_workers == 1 and fits_beside_a_stage(workers):
+        ended_kept_actor()
+        _STARTED[workers] = (new_actor(workers), False)
     else:
         ended_kept_actor()
     try:
@@ -181,6 +185,12 @@ def training_actor_started(workers: WorkerGroup) -> Iterator[None]:
         raise
     if (unused := _STARTED.pop(workers, None)) is not None:
         ray.kill(unused[0], no_restart=True)
+
+
+def on_one_node() -> bool:
+    """Whether the cluster has one node alive, where an actor holding no
+    CPUs runs beside the CPUs its training reserves."""
+    return sum(node["Alive"] for node in ray.nodes()) == 1
 
 
 def keepable(workers: WorkerGroup, unreserved: bool, loop_config: dict) -> bool:

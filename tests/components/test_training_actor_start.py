@@ -41,7 +41,20 @@ def test_on_one_node_an_actor_of_all_its_cpus_holds_none_until_its_training_rese
     assert workers not in training_actor._STARTED  # not taken by a training: ended
 
 
-def test_an_actor_that_fits_beside_a_stage_holds_its_cpus_from_the_start(ray_session):
+def test_on_one_node_an_actor_that_fits_beside_a_stage_holds_no_cpus_either(ray_session):
+    """Two runs started at once on one node of 2 CPUs (two commands on a
+    machine's ``ray start --head``) would each find one CPU for the actor
+    and one for a stage free, and their actors would hold both for good."""
+    workers = WorkerGroup(cpus_per_worker=1)
+    with training_actor.training_actor_started(workers):
+        actor, unreserved = training_actor._STARTED[workers]
+        assert unreserved and ray.get(actor.reports_after.remote(0, 0.0)) == ([], False)
+        assert free_cpus_become(2)
+
+
+def test_on_several_nodes_an_actor_that_fits_beside_a_stage_holds_its_cpus_from_the_start(
+        ray_session, monkeypatch):
+    monkeypatch.setattr(training_actor, "on_one_node", lambda: False)
     workers = WorkerGroup(cpus_per_worker=1)
     with training_actor.training_actor_started(workers):
         actor, unreserved = training_actor._STARTED[workers]
@@ -93,7 +106,8 @@ def test_the_next_training_of_a_driver_takes_the_actor_the_last_one_kept(
 
     assert main(smoke) == 0  # a run whose actor holds its CPUs from the start ends a kept one
     workers, kept, _ = training_actor._KEPT[0]
-    with pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch:  # on several nodes, as fits there
+        patch.setattr(training_actor, "on_one_node", lambda: False)
         patch.setattr(training_actor, "fits_beside_a_stage", lambda _: True)
         with training_actor.training_actor_started(workers):
             started, unreserved = training_actor._STARTED[workers]

@@ -1917,9 +1917,14 @@ def test_two_processes_opening_a_new_sqlite_store_at_once_both_record(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_pipelines_at_once_against_the_default_sqlite_file_both_finish(tmp_path):
+def test_two_pipelines_at_once_against_the_default_sqlite_file_both_finish(
+        tmp_path, suite_ray_address):
+    """Both on one running Ray of one node and 2 CPUs, the suite's (the
+    training actors started ahead of their training once held both CPUs,
+    and the load stages waited for one for good)."""
     root = write_ddi_standin(tmp_path / "datasets")
-    env = pipeline_env(tmp_path)  # MLflow's default: sqlite:///mlflow.db in the folder
+    # MLflow's default: sqlite:///mlflow.db in the folder
+    env = pipeline_env(tmp_path, suite_ray_address)
     argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE,
             "--data-root", str(root), *STANDIN]
     with process_group(argv, env, tmp_path, tmp_path / "a.log") as first, \
