@@ -232,11 +232,12 @@ def _check_gcs(address: str, host: str, port: int) -> None:
     if _auth_mode() == "token" and ray_auth_token() is None:
         raise PLNLPError(f"RAY_AUTH_MODE=token but no Ray token is set to connect to "
                          f"{address}; {TOKEN_FIX}.")
+    sent = _token_metadata()
     try:
-        _ask_cluster_id(host, port, PROBE_TIMEOUT_S, _token_metadata())
+        _ask_cluster_id(host, port, PROBE_TIMEOUT_S, sent)
     except grpc.RpcError as error:
         if not _takes_the_found_token(error, host, port):
-            raise _gcs_problem(address, error, bool(_token_metadata())) from error
+            raise _gcs_problem(address, error, bool(sent)) from error
         send_the_found_token()
 
 
@@ -248,7 +249,7 @@ def _takes_the_found_token(refusal: grpc.RpcError, host: str, port: int) -> bool
             or token is None:
         return False
     try:
-        _ask_cluster_id(host, port, PROBE_TIMEOUT_S, [("authorization", f"Bearer {token}")])
+        _ask_cluster_id(host, port, PROBE_TIMEOUT_S, _authorization(token))
     except grpc.RpcError:
         return False
     return True
@@ -296,7 +297,12 @@ def _token_metadata() -> list[tuple[str, str]]:
     """The ``authorization`` header ``ray.init`` sends to a cluster
     ``RAY_ADDRESS`` names, if any: with ``RAY_AUTH_MODE=token`` alone."""
     token = ray_auth_token()
-    return [("authorization", f"Bearer {token}")] if token and _auth_mode() == "token" else []
+    return _authorization(token) if token and _auth_mode() == "token" else []
+
+
+def _authorization(token: str) -> list[tuple[str, str]]:
+    """The gRPC metadata that sends ``token`` as Ray's GCS reads it."""
+    return [("authorization", f"Bearer {token}")]
 
 
 def _gcs_problem(address: str, error: grpc.RpcError, sent_token: bool) -> PLNLPError:
