@@ -132,9 +132,11 @@ def test_the_sharing_one_machine_commands_of_cluster_md_run_as_written(standin_r
     process of that cluster.
 
     Every port the block fixes lies below the kernel's range of free ports
-    handed out on request: twice in CI a port of the block's then-chosen
-    52375-52390 was one the suite's Ray had taken, and ``ray start --head``
-    waited Ray's 30 s for "The current node timed out during startup"."""
+    handed out on request. The block's agent ports were 52375-52390, inside
+    that range, and twice (a clean clone's ``.ci/run``, then CI) ``ray start
+    --head`` waited Ray's 30 s for "The current node timed out during
+    startup", as it does when another process holds one of them (a socket
+    on 52379 reproduces it): the suite's Rays take dozens of such ports."""
     temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's sockets live under it
     store = tmp_path / "mlflow.db"
     empty_tracking_store(store)
