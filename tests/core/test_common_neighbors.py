@@ -37,6 +37,12 @@ def dense(edges: torch.Tensor, num_nodes: int) -> torch.Tensor:
     return a
 
 
+def exact(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` in fp64, rounded to fp32 once: the reference of sums that
+    may be more exact than fp32's own product (on int8 digits)."""
+    return (a.double() @ b.double()).float()
+
+
 def assert_sum_close(actual: torch.Tensor, mask: torch.Tensor, b: torch.Tensor) -> None:
     """``actual`` is the 0/1 ``mask`` times ``b`` to within what its sums may
     round: :math:`n u (\\sum_k |b_k| + \\max |b|)` for :math:`n` terms,
