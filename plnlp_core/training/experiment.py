@@ -15,6 +15,7 @@ from plnlp_core.data.datasets import LinkSplit
 from plnlp_core.graph import TrainingGraph, WalkRounds
 from plnlp_core.training.fit_state import FitState
 from plnlp_core.training.fitting import EpochResult, FitResult, fit
+from plnlp_core.training.host_allocator import freed_memory_kept
 
 
 @dataclass
@@ -68,6 +69,9 @@ def run_experiment(
     resume: FitState | None = None,
 ) -> FitResult:
     """Trains ``experiment`` for ``config.epochs``, evaluating on rank 0
-    (see :func:`~plnlp_core.training.fitting.fit`), going on after ``resume``."""
-    return fit(experiment.model, experiment.config, experiment.split, experiment.graph,
-               experiment.world_size, experiment.rank, on_epoch=on_epoch, resume=resume)
+    (see :func:`~plnlp_core.training.fitting.fit`), going on after ``resume``.
+    Freed host memory is kept for the next step meanwhile
+    (:func:`~plnlp_core.training.host_allocator.freed_memory_kept`)."""
+    with freed_memory_kept():
+        return fit(experiment.model, experiment.config, experiment.split, experiment.graph,
+                   experiment.world_size, experiment.rank, on_epoch=on_epoch, resume=resume)
