@@ -17,7 +17,7 @@ either way): full batch 15.7 s, 6.6 of them in the kernel, against 9.3 s
 grew from 868 to 1,078 MB: freed blocks wait in the heap for the next step.
 
 Nothing changes where the C library is not glibc, or where the environment
-tunes ``malloc`` itself (``MALLOC_*_`` variables, ``GLIBC_TUNABLES``): what a
+tunes ``malloc`` itself (``MALLOC_*`` variables, ``GLIBC_TUNABLES``): what a
 user set is kept.
 """
 import ctypes

@@ -1,6 +1,6 @@
 """While training, freed large blocks stay in malloc's heap for the next step
-instead of going back to the kernel, and afterwards glibc's defaults return;
-a malloc the environment tunes is left alone."""
+instead of going back to the kernel, and afterwards that memory is given
+back; a malloc the environment tunes is left alone."""
 import platform
 import resource
 import subprocess
