@@ -30,6 +30,8 @@ GCS_PORT, CLIENT_PORT, DASHBOARD_PORT = 6379, 10001, 8265
 LOCAL_RAY = ("", "auto", "local")
 GCS_PORT_VARIABLE = "RAY_GCS_SERVER_PORT"  # the port a local Ray's GCS takes (Ray 2.60)
 DASHBOARD_VARIABLE = "PLNLP_RAY_DASHBOARD"  # 1: a local Ray starts its dashboard too
+# 0: Ray Train (2.60) starts no preemption watcher with each worker group
+PREEMPTION_WATCHER_VARIABLE = "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
 # Ray 2.60 warns at every local start that token authentication is on by default: a
 # command's own local Ray keeps that default, and says so only with --verbose
 TOKEN_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
@@ -95,7 +97,12 @@ def start_local_ray(logging_level: int) -> None:
     laptop's start (and without Ray's notice that its token authentication
     is on, unless ``logging_level`` is INFO, as ``--verbose`` gives), unless
     ``PLNLP_RAY_DASHBOARD=1`` asks for it: it then listens on 127.0.0.1 and
-    its address is printed.
+    its address is printed. Its workers start Ray Train's worker groups
+    without a preemption watcher (unless ``RAY_TRAIN_ENABLE_PREEMPTION_WATCHER``
+    is set): an actor of its own, a process that imports Ray Train (about 2
+    CPU-s of a 2-core machine at each group's start), watching for the
+    preemption of a cluster's node, which the one node of this machine's own
+    Ray never has.
 
     Ray's processes start in a session of their own (:class:`OwnSessionPopen`),
     so that a signal to the command's process group (``timeout``, Slurm, a
@@ -109,8 +116,10 @@ def start_local_ray(logging_level: int) -> None:
     running = set(psutil.Process().children(recursive=True))
     if logging_level > logging.INFO:  # a notice of Ray's default, not of this run's
         logging.getLogger(TOKEN_NOTICE_LOGGER).addFilter(_without_token_notice)
+    settings = {GCS_PORT_VARIABLE: str(port), "RAY_ADDRESS": address,
+                PREEMPTION_WATCHER_VARIABLE: os.environ.get(PREEMPTION_WATCHER_VARIABLE, "0")}
     try:
-        with mock.patch.dict(os.environ, {GCS_PORT_VARIABLE: str(port), "RAY_ADDRESS": address}), \
+        with mock.patch.dict(os.environ, settings), \
                 mock.patch.object(ray_services, "ConsolePopen", OwnSessionPopen):
             context = ray.init(address="local", ignore_reinit_error=True,
                                logging_level=logging_level, include_dashboard=dashboard,

@@ -47,29 +47,42 @@ def test_the_dashboard_starts_only_when_asked_and_its_address_is_printed(tmp_pat
     assert driver.returncode == 0
 
 
-ADDRESS_SEEN = ("import logging, os, ray\n"
-                "from pipelines.runtime.ray_cluster import start_local_ray\n"
-                "start_local_ray(logging.WARNING)\n"
-                "gcs = ray.get_runtime_context().gcs_address\n"
-                "seen = ray.remote(lambda: os.environ.get('RAY_ADDRESS'))\n"
-                "actor = ray.remote(type('A', (), {'seen': lambda self: os.environ.get("
-                "'RAY_ADDRESS')})).remote()\n"
-                "print(gcs, ray.get(seen.remote()), ray.get(actor.seen.remote()),"
-                " os.environ.get('RAY_ADDRESS', '-'), flush=True)\n")
+ENVIRONMENT_SEEN = (
+    "import logging, os, ray\n"
+    "from pipelines.runtime.ray_cluster import start_local_ray\n"
+    "names = ('RAY_ADDRESS', 'RAY_TRAIN_ENABLE_PREEMPTION_WATCHER')\n"
+    "seen = lambda: [os.environ.get(name, '-') for name in names]\n"
+    "before = seen()\n"
+    "start_local_ray(logging.WARNING)\n"
+    "task = ray.remote(seen)\n"
+    "actor = ray.remote(type('A', (), {'seen': lambda self: seen()})).remote()\n"
+    "print(ray.get_runtime_context().gcs_address, *ray.get(task.remote()),"
+    " *ray.get(actor.seen.remote()), before == seen(), flush=True)\n")
 
 
-def test_the_workers_of_a_local_ray_know_its_address_and_the_driver_is_left_as_it_was(tmp_path):
+@pytest.mark.parametrize("watcher", [None, "1"])
+def test_the_workers_of_a_local_ray_know_its_address_and_the_driver_is_left_as_it_was(
+        tmp_path, watcher):
     """Ray's helpers in a worker (Ray Train's placement-group cleaner) find
     this Ray by ``RAY_ADDRESS`` among several; the workers inherit it from
     the raylet, not from a job ``runtime_env`` (which would keep every
-    prestarted worker idle), and the driver's own environment is restored."""
+    prestarted worker idle), and the driver's own environment is restored.
+    Ray Train's controller, a worker, reads there that it starts no
+    preemption watcher with its worker groups, unless the user said otherwise."""
+    from ray.train.v2._internal.constants import ENABLE_PREEMPTION_WATCHER_ENV_VAR
+
+    assert ENABLE_PREEMPTION_WATCHER_ENV_VAR == "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
     env = pipeline_env(tmp_path)
     env.pop("RAY_ADDRESS", None)
-    done = subprocess.run([sys.executable, "-c", ADDRESS_SEEN], cwd=REPO_ROOT, env=env,
+    env.pop(ENABLE_PREEMPTION_WATCHER_ENV_VAR, None)
+    if watcher is not None:
+        env[ENABLE_PREEMPTION_WATCHER_ENV_VAR] = watcher
+    done = subprocess.run([sys.executable, "-c", ENVIRONMENT_SEEN], cwd=REPO_ROOT, env=env,
                           text=True, capture_output=True, timeout=180)
     assert done.returncode == 0, done.stderr
-    gcs, task, actor, driver = done.stdout.split()[-4:]
-    assert task == actor == gcs and driver == "-", done.stdout
+    gcs, *task_and_actor, driver_as_it_was = done.stdout.split()[-6:]
+    assert task_and_actor == [gcs, watcher or "0"] * 2, done.stdout
+    assert driver_as_it_was == "True", done.stdout
 
 
 @pytest.mark.parametrize(("address", "asked", "workers", "held"), [
