@@ -48,9 +48,9 @@ def test_the_dashboard_starts_only_when_asked_and_its_address_is_printed(tmp_pat
 
 
 ENVIRONMENT_SEEN = (
-    "import logging, os, ray\n"
+    "import logging, os, sys, ray\n"
     "from pipelines.runtime.ray_cluster import start_local_ray\n"
-    "names = ('RAY_ADDRESS', 'RAY_TRAIN_ENABLE_PREEMPTION_WATCHER')\n"
+    "names = ('RAY_ADDRESS', sys.argv[1])\n"
     "seen = lambda: [os.environ.get(name, '-') for name in names]\n"
     "before = seen()\n"
     "start_local_ray(logging.WARNING)\n"
@@ -71,14 +71,16 @@ def test_the_workers_of_a_local_ray_know_its_address_and_the_driver_is_left_as_i
     preemption watcher with its worker groups, unless the user said otherwise."""
     from ray.train.v2._internal.constants import ENABLE_PREEMPTION_WATCHER_ENV_VAR
 
-    assert ENABLE_PREEMPTION_WATCHER_ENV_VAR == "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
+    from pipelines.runtime.ray_cluster import PREEMPTION_WATCHER_VARIABLE
+
+    assert PREEMPTION_WATCHER_VARIABLE == ENABLE_PREEMPTION_WATCHER_ENV_VAR  # the one Ray reads
     env = pipeline_env(tmp_path)
     env.pop("RAY_ADDRESS", None)
-    env.pop(ENABLE_PREEMPTION_WATCHER_ENV_VAR, None)
+    env.pop(PREEMPTION_WATCHER_VARIABLE, None)
     if watcher is not None:
-        env[ENABLE_PREEMPTION_WATCHER_ENV_VAR] = watcher
-    done = subprocess.run([sys.executable, "-c", ENVIRONMENT_SEEN], cwd=REPO_ROOT, env=env,
-                          text=True, capture_output=True, timeout=180)
+        env[PREEMPTION_WATCHER_VARIABLE] = watcher
+    done = subprocess.run([sys.executable, "-c", ENVIRONMENT_SEEN, PREEMPTION_WATCHER_VARIABLE],
+                          cwd=REPO_ROOT, env=env, text=True, capture_output=True, timeout=180)
     assert done.returncode == 0, done.stderr
     gcs, *task_and_actor, driver_as_it_was = done.stdout.split()[-6:]
     assert task_and_actor == [gcs, watcher or "0"] * 2, done.stdout
