@@ -24,6 +24,7 @@ from components.train.startup import mark_command_start
 from pipelines.planning.arguments import run_request
 from pipelines.planning.request import RunPlan, RunRequest
 from pipelines.planning.run_plan import plan_run
+from pipelines.runtime.collection_pause import start_without_collections
 from pipelines.runtime.process_exit import skip_final_collection
 from plnlp_core.choices import PART_KINDS
 from plnlp_core.errors import PLNLPError
@@ -195,20 +196,23 @@ def with_parts(request: RunRequest, parts: dict[str, type | str]) -> RunRequest:
     return dataclasses.replace(request, overrides=(*request.overrides, *named))
 
 
-def launch(request: RunRequest) -> RunResult:
+def launch(request: RunRequest, own_process: bool = False) -> RunResult:
     """Plans ``request``, starts the services and runs the job in its MLflow
-    run (:func:`run_job` without the command's start mark and parts)."""
-    plan = plan_run(request)
-    from components.train.startup import mark
-    from pipelines.runtime.console import quiet_console
-    from pipelines.runtime.ray_cluster import sized_workers
-    from pipelines.runtime.services import start_services
+    run (:func:`run_job` without the command's start mark and parts), the
+    start without garbage collections (frozen after it in a command's
+    ``own_process``: :mod:`pipelines.runtime.collection_pause`)."""
+    with start_without_collections(own_process):
+        plan = plan_run(request)
+        from components.train.startup import mark
+        from pipelines.runtime.console import quiet_console
+        from pipelines.runtime.ray_cluster import sized_workers
+        from pipelines.runtime.services import start_services
 
-    start_services(lambda: plan, request.workers, request.verbose, request.work_dir,
-                   request.data_root, beside=JOB_MODULES)
-    mark("ray")
-    from components.train.training_actor import training_actor_started  # loaded beside Ray
-    from pipelines.runtime.job import execute
+        start_services(lambda: plan, request.workers, request.verbose, request.work_dir,
+                       request.data_root, beside=JOB_MODULES)
+        mark("ray")
+        from components.train.training_actor import training_actor_started  # loaded beside Ray
+        from pipelines.runtime.job import execute
 
     quiet_console(request.verbose)
     plan.request = dataclasses.replace(plan.request,
@@ -230,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     mark_command_start(None if argv is None else time.time())
     request = run_request(argv)
     try:
-        result = launch(request)
+        result = launch(request, own_process=argv is None)
     except PLNLPError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

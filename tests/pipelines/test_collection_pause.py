@@ -1,0 +1,59 @@
+"""A command's start runs without cyclic garbage collections, and a
+command's own process freezes what its start made; a caller's is left as
+it was."""
+import gc
+
+import pytest
+
+import pipelines.run
+from pipelines.runtime.collection_pause import start_without_collections
+
+
+@pytest.fixture
+def unfrozen():
+    """The test process's heap unfrozen again after the test, whatever it froze."""
+    yield
+    gc.unfreeze()
+
+
+def test_a_command_s_own_process_freezes_its_start_and_collects_after_it(unfrozen):
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    with start_without_collections(own_process=True):
+        assert not gc.isenabled()
+        made = [[] for _ in range(100)]
+    assert gc.isenabled() and gc.get_freeze_count() >= len(made)
+
+
+def test_a_caller_s_process_is_not_frozen(unfrozen):
+    with start_without_collections(own_process=False):
+        assert not gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_a_start_that_fails_freezes_nothing_and_a_paused_collector_stays_paused(unfrozen):
+    with pytest.raises(ValueError), start_without_collections(own_process=True):
+        raise ValueError("refused")
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        with start_without_collections(own_process=True):
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize(("argv", "own_process"), [(None, True), (["--dataset", "ddi"], False)])
+def test_only_the_command_line_s_own_run_is_its_process_s(argv, own_process, monkeypatch):
+    """``python pipelines/run.py`` calls ``main()``; a test or a notebook
+    calls ``main(argv)``, in a process of its own."""
+    seen = []
+
+    def launch(request, own_process=False):
+        seen.append(own_process)
+        raise pipelines.run.RunFailed("stopped here")
+
+    monkeypatch.setattr("sys.argv", ["run.py", "--dataset", "ddi"])
+    monkeypatch.setattr(pipelines.run, "launch", launch)
+    assert pipelines.run.main(argv) == 1
+    assert seen == [own_process]
