@@ -5,7 +5,7 @@ hundreds of thousands of objects, nearly all of them kept for the process's
 life, and each full collection walks every object made so far, during the
 start and after it. A ddi ``smoke`` driver joined to a running Ray spent 1.6
 of its 7 to 8.6 CPU-seconds in the collector; with the collector paused for
-its start and what the start made frozen, 0.35 of 5.4 to 6.1 (Intel Xeon, 2
+its start and what the start made frozen, 0.16 of 5.3 to 6.0 (Intel Xeon, 2
 vCPUs, Debian's Python 3.11, three runs each).
 """
 import contextlib
