@@ -48,10 +48,10 @@ def test_the_dashboard_starts_only_when_asked_and_its_address_is_printed(tmp_pat
 
 
 ENVIRONMENT_SEEN = (
-    "import logging, os, sys, ray\n"
+    "import gc, logging, os, sys, ray\n"
     "from pipelines.runtime.ray_cluster import start_local_ray\n"
     "names = ('RAY_ADDRESS', sys.argv[1])\n"
-    "seen = lambda: [os.environ.get(name, '-') for name in names]\n"
+    "seen = lambda: [os.environ.get(name, '-') for name in names] + [gc.get_threshold()[2]]\n"
     "before = seen()\n"
     "start_local_ray(logging.WARNING)\n"
     "task = ray.remote(seen)\n"
@@ -68,10 +68,14 @@ def test_the_workers_of_a_local_ray_know_its_address_and_the_driver_is_left_as_i
     the raylet, not from a job ``runtime_env`` (which would keep every
     prestarted worker idle), and the driver's own environment is restored.
     Ray Train's controller, a worker, reads there that it starts no
-    preemption watcher with its worker groups, unless the user said otherwise."""
+    preemption watcher with its worker groups, unless the user said otherwise.
+    Each worker, as it starts, makes its full garbage collections rarer
+    (:mod:`pipelines.runtime.worker_collections`); the driver's are left as
+    they were."""
     from ray.train.v2._internal.constants import ENABLE_PREEMPTION_WATCHER_ENV_VAR
 
     from pipelines.runtime.ray_cluster import PREEMPTION_WATCHER_VARIABLE
+    from pipelines.runtime.worker_collections import FULL_COLLECTION_THRESHOLD
 
     assert PREEMPTION_WATCHER_VARIABLE == ENABLE_PREEMPTION_WATCHER_ENV_VAR  # the one Ray reads
     env = pipeline_env(tmp_path)
@@ -82,8 +86,9 @@ def test_the_workers_of_a_local_ray_know_its_address_and_the_driver_is_left_as_i
     done = subprocess.run([sys.executable, "-c", ENVIRONMENT_SEEN, PREEMPTION_WATCHER_VARIABLE],
                           cwd=REPO_ROOT, env=env, text=True, capture_output=True, timeout=180)
     assert done.returncode == 0, done.stderr
-    gcs, *task_and_actor, driver_as_it_was = done.stdout.split()[-6:]
-    assert task_and_actor == [gcs, watcher or "0"] * 2, done.stdout
+    gcs, *task_and_actor, driver_as_it_was = done.stdout.split()[-8:]
+    assert task_and_actor == [gcs, watcher or "0", str(FULL_COLLECTION_THRESHOLD)] * 2, \
+        done.stdout
     assert driver_as_it_was == "True", done.stdout
 
 
