@@ -2,7 +2,8 @@
 it, a throwaway MLflow store per test, and the datasets; under
 ``pytest -n 2``, tests marked ``alone`` run with no other beside them
 (:mod:`plnlp_testing.alone`) and the longest files start first
-(:mod:`plnlp_testing.longest_first`)."""
+(:mod:`plnlp_testing.longest_first`); what collecting the tests made is
+kept out of garbage collections (:mod:`plnlp_testing.frozen_collection`)."""
 import os
 from pathlib import Path
 from types import ModuleType
@@ -14,7 +15,8 @@ from tests.standin import write_ddi_standin
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-pytest_plugins = ["plnlp_testing.alone", "plnlp_testing.longest_first"]
+pytest_plugins = ["plnlp_testing.alone", "plnlp_testing.longest_first",
+                  "plnlp_testing.frozen_collection"]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -62,7 +64,10 @@ def start_suite_ray() -> ModuleType:
     (the folder its driver runs in), so that they import ``examples/`` as a
     user's workers import the package in the folder a command runs from.
 
-    Idle workers past the count of its CPUs live a minute, not Ray's second.
+    Its workers start as a command's own local Ray's do
+    (:data:`~pipelines.runtime.ray_cluster.LOCAL_RAY_CONFIG`: full garbage
+    collections rarer). Idle workers past the count of its CPUs live a
+    minute, not Ray's second.
     Its tests run stage after stage beside actors that hold workers of their
     own, so with Ray's second each stage's task found the worker of the one
     before ended and started another, which imported torch and PyG again (about
@@ -74,11 +79,14 @@ def start_suite_ray() -> ModuleType:
     """
     import ray
 
+    from pipelines.runtime.ray_cluster import LOCAL_RAY_CONFIG
+
     started_in = os.getcwd()
     os.chdir(REPO_ROOT)
     try:
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=True,
-                 _system_config={"idle_worker_killing_time_threshold_ms": 60_000})
+                 _system_config={**LOCAL_RAY_CONFIG,
+                                 "idle_worker_killing_time_threshold_ms": 60_000})
     finally:
         os.chdir(started_in)
     return ray
