@@ -9,31 +9,35 @@ import pipelines.run
 from pipelines.runtime.collection_pause import start_without_collections
 
 
-@pytest.fixture
-def unfrozen():
-    """The test process's heap unfrozen again after the test, whatever it froze."""
-    yield
-    gc.unfreeze()
+def collectable(thing: object) -> bool:
+    """Whether a collection may walk ``thing``: tracked and not frozen (a
+    count of frozen objects would not tell, as other threads of the test
+    process free frozen objects, and the test process holds what collecting
+    the tests made frozen: :mod:`plnlp_testing.frozen_collection`)."""
+    return any(each is thing for each in gc.get_objects())
 
 
-def test_a_command_s_own_process_freezes_its_start_and_collects_after_it(unfrozen):
-    assert gc.isenabled() and gc.get_freeze_count() == 0
+def test_a_command_s_own_process_freezes_its_start_and_collects_after_it():
+    assert gc.isenabled()
     with start_without_collections(own_process=True):
         assert not gc.isenabled()
-        made = [[] for _ in range(100)]
-    assert gc.isenabled() and gc.get_freeze_count() >= len(made)
+        made = [[]]
+    assert gc.isenabled() and not collectable(made[0])
 
 
-def test_a_caller_s_process_is_not_frozen(unfrozen):
+def test_a_caller_s_process_is_not_frozen():
     with start_without_collections(own_process=False):
         assert not gc.isenabled()
-    assert gc.isenabled() and gc.get_freeze_count() == 0
+        made = [[]]
+    assert gc.isenabled() and collectable(made[0])
 
 
-def test_a_start_that_fails_freezes_nothing_and_a_paused_collector_stays_paused(unfrozen):
+def test_a_start_that_fails_freezes_nothing_and_a_paused_collector_stays_paused():
+    made = []
     with pytest.raises(ValueError), start_without_collections(own_process=True):
+        made.append([])
         raise ValueError("refused")
-    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert gc.isenabled() and collectable(made[0])
     gc.disable()
     try:
         with start_without_collections(own_process=True):
