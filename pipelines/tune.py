@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from pipelines.runtime.sweep import run_sweep
 
-    return run_sweep(plan)
+    return run_sweep(plan, own_process=argv is None)
 
 
 if __name__ == "__main__":

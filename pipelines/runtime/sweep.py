@@ -21,6 +21,7 @@ from components.recording.names import SEARCH_SPACE_FILE, TUNE_STATE_TAG
 from pipelines.planning.request import SweepPlan
 from pipelines.planning.sweep_plan import check_cluster
 from pipelines.planning.sweep_space import SearchSpace
+from pipelines.runtime.collection_pause import start_without_collections
 from plnlp_core.errors import PLNLPError
 
 if TYPE_CHECKING:
@@ -248,22 +249,25 @@ def print_sweep_summary(table: object) -> None:
           f"{counts.get('stopped_early', 0)} stopped early, {counts.get('failed', 0)} failed")
 
 
-def run_sweep(plan: SweepPlan) -> int:
+def run_sweep(plan: SweepPlan, own_process: bool = False) -> int:
     """Runs the sweep ``plan`` (the command's, and the Kubeflow sweep
-    step's); returns the command's exit code: 2 refused, 1 failed."""
-    import ray
-
-    from components.recording.reads import get_run, tracking_uri
-    from components.train.workers import WorkerGroup
-    from pipelines.runtime.console import quiet_console, runs_table_page, ui_link
-    from pipelines.runtime.services import prepare
-
+    step's); returns the command's exit code: 2 refused, 1 failed. Its
+    start runs without garbage collections, frozen after it in the
+    command's ``own_process`` (:mod:`pipelines.runtime.collection_pause`)."""
     request = plan.request
-    # the space checks its trials' worker group below, naming its file
-    if prepare(lambda: plan, WorkerGroup(), request.verbose, request.work_dir,
-               request.data_root, beside=SWEEP_MODULES) is None:
-        return 2
-    from pipelines.runtime.job import execute  # loaded beside Ray
+    with start_without_collections(own_process):
+        import ray
+
+        from components.recording.reads import get_run, tracking_uri
+        from components.train.workers import WorkerGroup
+        from pipelines.runtime.console import quiet_console, runs_table_page, ui_link
+        from pipelines.runtime.services import prepare
+
+        # the space checks its trials' worker group below, naming its file
+        if prepare(lambda: plan, WorkerGroup(), request.verbose, request.work_dir,
+                   request.data_root, beside=SWEEP_MODULES) is None:
+            return 2
+        from pipelines.runtime.job import execute  # loaded beside Ray
     try:
         check_cluster(plan, ray.cluster_resources())
     except PLNLPError as error:

@@ -1,12 +1,18 @@
-"""A command's start runs without cyclic garbage collections, and a
-command's own process freezes what its start made; a caller's is left as
-it was."""
+"""A command's start (a run's, a sweep's) runs without cyclic garbage
+collections, and a command's own process freezes what its start made; a
+caller's is left as it was."""
 import gc
 
 import pytest
 
 import pipelines.run
+import pipelines.runtime.services
+import pipelines.runtime.sweep
+import pipelines.tune
+from pipelines.planning.arguments import sweep_request
+from pipelines.planning.sweep_plan import plan_sweep
 from pipelines.runtime.collection_pause import start_without_collections
+from tests.conftest import REPO_ROOT
 
 
 def collectable(thing: object) -> bool:
@@ -61,3 +67,30 @@ def test_only_the_command_line_s_own_run_is_its_process_s(argv, own_process, mon
     monkeypatch.setattr(pipelines.run, "launch", launch)
     assert pipelines.run.main(argv) == 1
     assert seen == [own_process]
+
+
+SWEEP = ["--dataset", "ddi", "--space", str(REPO_ROOT / "tune_spaces" / "ddi.yaml")]
+
+
+@pytest.mark.parametrize(("argv", "own_process"), [(None, True), (SWEEP, False)])
+def test_only_the_sweep_command_line_s_own_sweep_is_its_process_s(argv, own_process, monkeypatch):
+    seen = []
+    monkeypatch.setattr("sys.argv", ["tune.py", *SWEEP])
+    monkeypatch.setattr(pipelines.runtime.sweep, "run_sweep",
+                        lambda plan, own_process=False: seen.append(own_process) or 1)
+    assert pipelines.tune.main(argv) == 1
+    assert seen == [own_process]
+
+
+def test_a_sweep_s_start_is_paused_and_a_refused_one_stops_there(monkeypatch):
+    """The sweep's start (its services, Ray, its modules beside) with the
+    collector paused; refused there, the sweep runs no further."""
+    paused = []
+
+    def refused(*args, **kwargs):
+        paused.append(not gc.isenabled())
+
+    monkeypatch.setattr(pipelines.runtime.services, "prepare", refused)
+    plan = plan_sweep(sweep_request(SWEEP))
+    assert pipelines.runtime.sweep.run_sweep(plan) == 2
+    assert paused == [True] and gc.isenabled()
