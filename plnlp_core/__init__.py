@@ -13,9 +13,14 @@ torch, PyG, ogb and pyarrow (no Ray, no MLflow). One experiment::
 import path (docs/extending.md) on a tiny graph. The names below are
 imported when first used (PEP 562), so that importing a
 torch-free module such as :mod:`plnlp_core.errors` or :mod:`plnlp_core.config`
-does not import torch.
+does not import torch. Importing the package defers ``torch._dynamo``, which
+PyG would import with itself, to its first use (:mod:`plnlp_core.deferred_dynamo`).
 """
 import importlib
+
+from plnlp_core.deferred_dynamo import defer_dynamo
+
+defer_dynamo()
 
 _SOURCES = {
     "DATASETS": "plnlp_core.data.datasets",

@@ -1,0 +1,45 @@
+"""``torch._dynamo`` imported at its first use, not when PyG is imported.
+
+PyG 2.8 imports ``torch._dynamo`` as it is itself imported
+(``torch_geometric.isinstance``, which looks through a ``torch.compile``'d
+model), while torch imports it only when first used: a ``torch.compile``, an
+optimiser's first parameter group, a process group's start. That import
+is most of what PyG's own costs: 1.3 of 3.6 CPU-seconds for ``import torch,
+torch_geometric`` (Intel Xeon, one core), paid by every process that imports
+PyG and never compiles or trains: a command's driver, which builds the model
+only to count its parameters, and the Ray tasks that read a dataset or score
+pairs.
+
+:class:`DeferredDynamo` finds ``torch._dynamo`` as Python's own path finder
+does, with :class:`importlib.util.LazyLoader`: the module object exists at
+once and runs its code at its first attribute access, so a process that
+uses it gets the same module, only later."""
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+
+MODULE = "torch._dynamo"
+
+
+class DeferredDynamo(importlib.abc.MetaPathFinder):
+    """A finder of ``torch._dynamo`` alone, whose module runs at its first
+    attribute access."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
+        if fullname != MODULE:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = importlib.util.LazyLoader(spec.loader)
+        return spec
+
+
+def defer_dynamo() -> None:
+    """Puts :class:`DeferredDynamo` ahead of Python's finders, once a process."""
+    if not any(isinstance(finder, DeferredDynamo) for finder in sys.meta_path):
+        sys.meta_path.insert(0, DeferredDynamo())

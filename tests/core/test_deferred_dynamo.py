@@ -1,0 +1,52 @@
+"""``torch._dynamo`` runs at its first use, not when PyG is imported
+(:mod:`plnlp_core.deferred_dynamo`); each check runs in a fresh
+interpreter, since this one has used it already."""
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+# a module that importing torch._dynamo runs, and an import of PyG does not need
+DYNAMO_RAN = "'torch._dynamo.convert_frame' in sys.modules"
+
+DEFERRED = f"""
+import sys
+import plnlp_core
+import torch, torch_geometric
+from torch_geometric.isinstance import is_torch_instance
+assert not {DYNAMO_RAN}, "PyG's import ran torch._dynamo"
+linear = torch.nn.Linear(4, 2)
+compiled = torch.compile(linear, backend="eager")
+assert torch.equal(compiled(torch.ones(1, 4)), linear(torch.ones(1, 4)))
+assert {DYNAMO_RAN}
+assert isinstance(compiled, torch._dynamo.OptimizedModule)
+assert is_torch_instance(compiled, torch.nn.Linear)
+torch.optim.Adam(linear.parameters())
+"""
+
+EAGER = f"""
+import sys
+import torch, torch_geometric
+assert {DYNAMO_RAN}
+"""
+
+
+def run_python(source: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", source], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_pyg_imported_after_plnlp_core_leaves_dynamo_to_its_first_use_which_works():
+    """The compiled model runs, PyG sees through it, an optimiser builds."""
+    done = run_python(DEFERRED)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.slow  # a fresh process importing torch and PyG in full: 3.6 CPU-s
+def test_pyg_on_its_own_still_imports_dynamo_with_itself():
+    """The reason the deferral exists: were a PyG release to defer
+    ``torch._dynamo`` itself, this fails and the module can go."""
+    done = run_python(EAGER)
+    assert done.returncode == 0, done.stderr[-2000:]
