@@ -39,6 +39,8 @@ TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
 # Ray's system config of a local Ray: each worker, as it starts, imports the module that makes
 # its full garbage collections rarer
 LOCAL_RAY_CONFIG = {"preload_python_modules": ["pipelines.runtime.worker_collections"]}
+# Ray's words when a local node's start gave up, and how often a command tries it
+START_TIMEOUT, START_ATTEMPTS = "timed out during startup", 2
 LOCAL_RAY_FIX = "unset RAY_ADDRESS to start a local Ray"
 TOKEN_FIX = ("set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN to the cluster's token (`ray "
              "get-auth-token` on its head node prints it), or save it in ~/.ray/auth_token")
@@ -114,27 +116,40 @@ def start_local_ray(logging_level: int) -> None:
     terminal's Ctrl-C, ``kill -TERM -- -PGID``) reaches the driver alone,
     which then records its runs' end and shuts this Ray down itself, every
     epoch delivered; they still end with the driver (Ray starts them with
-    ``PR_SET_PDEATHSIG``), a SIGKILLed one included."""
-    port = free_port()
-    address = f"{ray.util.get_node_ip_address()}:{port}"
+    ``PR_SET_PDEATHSIG``), a SIGKILLed one included.
+
+    A start that timed out is tried once more, after what it launched is
+    stopped: Ray 2.60's raylet gives its dashboard agent a fixed 15 s to
+    start (ray-project/ray#65983), which a machine busy with other work can
+    take from an agent that imports a few seconds' worth of modules."""
     dashboard = os.environ.get(DASHBOARD_VARIABLE, "").strip() in ("1", "true", "yes")
     running = set(psutil.Process().children(recursive=True))
     if logging_level > logging.INFO:  # a notice of Ray's default, not of this run's
         logging.getLogger(TOKEN_NOTICE_LOGGER).addFilter(_without_token_notice)
-    settings = {GCS_PORT_VARIABLE: str(port), "RAY_ADDRESS": address,
-                PREEMPTION_WATCHER_VARIABLE: os.environ.get(PREEMPTION_WATCHER_VARIABLE, "0")}
-    try:
-        with mock.patch.dict(os.environ, settings), \
-                mock.patch.object(ray_services, "ConsolePopen", OwnSessionPopen):
-            context = ray.init(address="local", ignore_reinit_error=True,
-                               logging_level=logging_level, include_dashboard=dashboard,
-                               dashboard_host="127.0.0.1", _system_config=LOCAL_RAY_CONFIG)
-    except Exception:
-        stop_started_processes(running)
-        raise
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            context = init_local_ray(logging_level, dashboard)
+            break
+        except Exception as error:
+            stop_started_processes(running)
+            if attempt == START_ATTEMPTS or START_TIMEOUT not in str(error):
+                raise
     if dashboard and context.dashboard_url:
         print(f"Ray dashboard  http://{context.dashboard_url} while this run lasts (it asks "
               "for Ray's token: `ray get-auth-token` prints it)", flush=True)
+
+
+def init_local_ray(logging_level: int, dashboard: bool) -> ray.client_builder.BaseContext:
+    """One try of :func:`start_local_ray`: ``ray.init`` of a local node whose
+    GCS takes a free port; Ray's context."""
+    address = f"{ray.util.get_node_ip_address()}:{(port := free_port())}"
+    settings = {GCS_PORT_VARIABLE: str(port), "RAY_ADDRESS": address,
+                PREEMPTION_WATCHER_VARIABLE: os.environ.get(PREEMPTION_WATCHER_VARIABLE, "0")}
+    with mock.patch.dict(os.environ, settings), \
+            mock.patch.object(ray_services, "ConsolePopen", OwnSessionPopen):
+        return ray.init(address="local", ignore_reinit_error=True, logging_level=logging_level,
+                        include_dashboard=dashboard, dashboard_host="127.0.0.1",
+                        _system_config=LOCAL_RAY_CONFIG)
 
 
 def _without_token_notice(record: logging.LogRecord) -> bool:

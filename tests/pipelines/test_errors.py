@@ -9,6 +9,7 @@ import functools
 import http.server
 import importlib
 import json
+import logging
 import os
 import re
 import signal
@@ -24,6 +25,7 @@ from concurrent import futures
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import grpc
 import mlflow
@@ -1125,7 +1127,38 @@ def test_errors_of_ray_init_become_one_sentence(mlflow_store, monkeypatch, capsy
     monkeypatch.delenv("RAY_ADDRESS")
     monkeypatch.setattr(pipelines.runtime.ray_cluster.ray, "init", time_out)
     assert_refused("ray-local-start-failed", run_main(SMOKE), capsys.readouterr().err, test)
-    assert started[0].poll() is not None  # nothing the failed start launched outlives it
+    assert len(started) == 2  # tried once more
+    assert all(process.poll() is not None for process in started)  # nothing outlives a try
+
+
+@pytest.mark.parametrize("reason, tries", [("The current node timed out during startup.", 2),
+                                           ("Failed to start the dashboard.", 1)])
+def test_a_local_ray_start_that_timed_out_is_tried_once_more(reason, tries, monkeypatch):
+    """A first try that timed out (a raylet whose dashboard agent missed
+    Ray's fixed 15 s) is stopped and the start goes on with a second, which
+    here succeeds; a start that failed otherwise is not tried again."""
+    from pipelines.runtime.ray_cluster import start_local_ray
+
+    started = []
+
+    def fail_first(*args, **kwargs):
+        started.append(subprocess.Popen(["sleep", "600"]))  # as its GCS, already launched
+        if len(started) == 1:
+            raise Exception(reason)
+        return SimpleNamespace(dashboard_url=None)
+
+    monkeypatch.setattr(pipelines.runtime.ray_cluster.ray, "init", fail_first)
+    try:
+        if tries == 1:
+            with pytest.raises(Exception, match=reason):
+                start_local_ray(logging.WARNING)
+        else:
+            start_local_ray(logging.WARNING)
+        assert len(started) == tries
+        assert started[0].poll() is not None  # the failed try's processes are stopped
+    finally:
+        for process in started:
+            process.kill()
 
 
 def group_is_gone(pgid: int, within_s: float = 20) -> bool:
