@@ -13,7 +13,10 @@ pairs.
 :class:`DeferredDynamo` finds ``torch._dynamo`` as Python's own path finder
 does, with :class:`importlib.util.LazyLoader`: the module object exists at
 once and runs its code at its first attribute access, so a process that
-uses it gets the same module, only later."""
+uses it gets the same module, only later. Python before 3.12 does not guard
+that first access against a second thread making it at the same moment; in
+this product's processes one thread makes it (the one that builds the
+optimiser, or starts the process group)."""
 import importlib.abc
 import importlib.machinery
 import importlib.util
