@@ -41,9 +41,13 @@ NO_REPORT, METRICS, SAVE, CHECKPOINT = 0, 1, 2, 3
 
 
 class EpochReporter:
-    """Called after every epoch on every worker. Rank 0 prints one progress
-    line per epoch and decides what the epoch does; every rank then does
-    it, as Train pairs the ranks' reports.
+    """Called after every epoch on every worker. Rank 0 decides what the
+    epoch does; every rank then does it, as Train pairs the ranks' reports,
+    and rank 0 prints one progress line for it. The line comes after the
+    epoch's checkpoint and report: a training actor's epoch that the driver
+    shows is then among the reports an interrupted driver takes from it and
+    logs (a line printed while its checkpoint was written once named an
+    epoch that the driver's closing line said was not logged).
 
     Every ``checkpoint_every`` epochs since the previous checkpoint, and
     after the last epoch, each worker writes its state into the run's
@@ -147,10 +151,11 @@ class EpochReporter:
             self.history.append(metrics)
             self.epoch_ends.append(now)
             self.pending.append({**metrics, WALL_TIME: now})
-            self._print(metrics)
         checkpoint = self._save(result) if decision & SAVE else None
         if decision & METRICS:
             self._report(metrics, checkpoint)
+        if self.rank == 0:
+            self._print(metrics)
         if checkpoint is not None and self.rank == 0 and not (
                 decision & METRICS and self.session.removes_reported_checkpoints):
             self.removable.append(checkpoint)

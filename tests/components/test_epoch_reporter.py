@@ -186,6 +186,28 @@ def test_a_worker_alone_reports_every_epoch_and_keeps_only_its_newest_checkpoint
     assert sorted(c.epoch for c in stored) == [6, 7]  # 6 goes at the call after 7
 
 
+
+def test_an_epochs_line_comes_once_its_checkpoint_is_stored_and_its_report_made(
+        tmp_path, clock, alone, capfd):
+    """An interrupted driver logs the reports its training actor made: a
+    line printed before the report (while the checkpoint was written) once
+    named an epoch the run's closing line said was not logged."""
+    seen = []  # at each print: the reports made and the checkpoints stored
+    every = reporter(checkpoint_every=1, session=alone)
+    every.epochs = 3
+    printing = every._print
+
+    def print_after(metrics: dict) -> None:
+        stored = stored_checkpoints(LocalFileSystem(), str(tmp_path), world_size=1)
+        seen.append((len(alone.callbacks[0].reports), sorted(c.epoch for c in stored)))
+        printing(metrics)
+
+    every._print = print_after
+    run_epochs(every, range(1, 4), clock, seconds=0.1)
+    assert seen == [(1, [1]), (2, [1, 2]), (3, [2, 3])]
+    assert [line.split("  ")[0] for line in capfd.readouterr().out.splitlines()] == [
+        "epoch 1/3", "epoch 2/3", "epoch 3/3"]
+
 def test_a_restart_with_nothing_left_to_train_reports_what_its_checkpoint_holds(
         clock, alone, capsys):
     history = [{"epoch": e, "train_loss": 1.0} for e in range(1, 6)]
