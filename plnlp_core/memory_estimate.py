@@ -25,7 +25,10 @@ and ``cpu`` at the edge level: 601, 862, 3,961 and 3,022 MiB), which the
 formula puts at 773, 1,003, 4,231 and 2,987 MiB: at most 29 % above, and
 at most 2 % below. Other datasets and encoders are extrapolated, not measured.
 """
+from collections.abc import Callable
+
 import torch
+from torch.overrides import TorchFunctionMode
 
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DatasetInfo
@@ -42,12 +45,29 @@ EDGE_LEVEL_PAIR_BUFFERS = 38
 
 def parameter_count(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> int:
     """The model's parameters, counted on PyTorch's ``meta`` device (no
-    memory is allocated)."""
+    memory is allocated) without their initial values (:class:`WithoutInitialValues`)."""
     from plnlp_core.assembly import build_model  # the model's modules, once needed
 
-    with torch.device("meta"):
+    with torch.device("meta"), WithoutInitialValues():
         model = build_model(config, info, num_nodes)
     return sum(p.numel() for p in model.parameters())
+
+
+class WithoutInitialValues(TorchFunctionMode):
+    """While active, ``torch.nn.init``'s functions (which every module's
+    ``reset_parameters`` calls) return their tensor as it is. On ``meta``
+    there are no values to fill, and the first fill of a ``meta`` tensor
+    runs PyTorch's Python meta kernels, whose first call imports
+    ``torch._dynamo``: about a CPU-second of a command's driver, which
+    counts the parameters and never trains (:mod:`plnlp_core.deferred_dynamo`).
+    A fill made otherwise (a PyG layer's own ``tensor.uniform_``) runs as usual."""
+
+    def __torch_function__(self, func: Callable, types: tuple, args: tuple = (),
+                           kwargs: dict | None = None) -> object:
+        kwargs = kwargs or {}
+        if getattr(func, "__module__", None) == "torch.nn.init":
+            return kwargs["tensor"] if "tensor" in kwargs else args[0]
+        return func(*args, **kwargs)
 
 
 def peak_gpu_bytes(config: PLNLPConfig, info: DatasetInfo, num_nodes: int,

@@ -17,6 +17,13 @@ import plnlp_core
 import torch, torch_geometric
 from torch_geometric.isinstance import is_torch_instance
 assert not {DYNAMO_RAN}, "PyG's import ran torch._dynamo"
+from plnlp_core.config import PLNLPConfig
+from plnlp_core.data.datasets import DATASETS
+from plnlp_core.memory_estimate import parameter_count
+# a driver's memory check: 100 x 8 embedding, two SAGE layers of 2 x 8 x 8 + 8, DOT
+assert parameter_count(PLNLPConfig(embedding_dim=8, hidden_channels=8), DATASETS.get("ddi"),
+                       100) == 100 * 8 + 2 * (2 * 8 * 8 + 8)
+assert not {DYNAMO_RAN}, "counting the model's parameters ran torch._dynamo"
 linear = torch.nn.Linear(4, 2)
 compiled = torch.compile(linear, backend="eager")
 assert torch.equal(compiled(torch.ones(1, 4)), linear(torch.ones(1, 4)))
@@ -39,7 +46,8 @@ def run_python(source: str) -> subprocess.CompletedProcess:
 
 
 def test_pyg_imported_after_plnlp_core_leaves_dynamo_to_its_first_use_which_works():
-    """The compiled model runs, PyG sees through it, an optimiser builds."""
+    """A driver's count of the model's parameters does not use it; the
+    compiled model runs, PyG sees through it, an optimiser builds."""
     done = run_python(DEFERRED)
     assert done.returncode == 0, done.stderr[-2000:]
 
