@@ -14,13 +14,17 @@ import path (docs/extending.md) on a tiny graph. The names below are
 imported when first used (PEP 562), so that importing a
 torch-free module such as :mod:`plnlp_core.errors` or :mod:`plnlp_core.config`
 does not import torch. Importing the package defers ``torch._dynamo``, which
-PyG would import with itself, to its first use (:mod:`plnlp_core.deferred_dynamo`).
+PyG would import with itself, to its first use (:mod:`plnlp_core.deferred_dynamo`),
+and scikit-learn's metrics, which OGB's ``Evaluator`` would import with
+itself, to the first ROC-AUC (:mod:`plnlp_core.deferred_auc`).
 """
 import importlib
 
+from plnlp_core.deferred_auc import defer_auc
 from plnlp_core.deferred_dynamo import defer_dynamo
 
 defer_dynamo()
+defer_auc()
 
 _SOURCES = {
     "DATASETS": "plnlp_core.data.datasets",

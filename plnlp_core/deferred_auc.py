@@ -1,0 +1,75 @@
+"""OGB's link ``Evaluator`` without scikit-learn's metrics until an AUC is asked for.
+
+``ogb.linkproppred.evaluate`` imports ``roc_auc_score`` from ``sklearn.metrics`` at
+its top, for the one OGB link dataset whose metric is ROC-AUC (ogbl-vessel);
+the Hits@K and MRR of the graphs here never call it. That import is 0.85
+CPU-seconds (Intel Xeon, after torch and PyG) of every process that imports
+``ogb.linkproppred``: each training process, which evaluates every epoch,
+and the evaluate stage's task.
+
+:class:`DeferredAUC` finds ``ogb.linkproppred.evaluate`` as Python's own path
+finder does and runs it while ``sklearn.metrics`` stands in as a module whose
+``roc_auc_score`` (:func:`roc_auc_score`) imports scikit-learn's at its first
+call; the stand-in leaves ``sys.modules`` once the module has run, so any
+other import of ``sklearn.metrics`` gets scikit-learn's own. A process that
+imported ``sklearn.metrics`` before runs the module as usual. The stand-in
+is in ``sys.modules`` only while the module runs, from one thread."""
+import importlib.abc
+import importlib.machinery
+import sys
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+
+MODULE = "ogb.linkproppred.evaluate"
+METRICS = "sklearn.metrics"
+
+
+def roc_auc_score(*args: object, **kwargs: object) -> float:
+    """scikit-learn's ``roc_auc_score``, imported at this first call."""
+    from sklearn.metrics import roc_auc_score as imported
+
+    return imported(*args, **kwargs)
+
+
+class WithoutSklearnMetrics(importlib.abc.Loader):
+    """Runs a module as ``loader`` does, with :data:`METRICS` standing in
+    (:func:`roc_auc_score` alone) unless it was imported already."""
+
+    def __init__(self, loader: importlib.abc.Loader) -> None:
+        self.loader = loader
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        if METRICS in sys.modules:
+            self.loader.exec_module(module)
+            return
+        stand_in = ModuleType(METRICS)
+        stand_in.roc_auc_score = roc_auc_score
+        sys.modules[METRICS] = stand_in
+        try:
+            self.loader.exec_module(module)
+        finally:
+            if sys.modules.get(METRICS) is stand_in:
+                del sys.modules[METRICS]
+
+
+class DeferredAUC(importlib.abc.MetaPathFinder):
+    """A finder of ``ogb.linkproppred.evaluate`` alone, run by :class:`WithoutSklearnMetrics`."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
+        if fullname != MODULE:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = WithoutSklearnMetrics(spec.loader)
+        return spec
+
+
+def defer_auc() -> None:
+    """Puts :class:`DeferredAUC` ahead of Python's finders, once a process."""
+    if not any(isinstance(finder, DeferredAUC) for finder in sys.meta_path):
+        sys.meta_path.insert(0, DeferredAUC())
