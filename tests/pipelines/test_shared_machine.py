@@ -1,9 +1,8 @@
 """A machine other people's Ray runs on too: a run without ``RAY_ADDRESS``
 starts a Ray of its own instead of joining theirs, without Ray's "multiple
-active Ray instances" traceback, and a job submitted to a second head on
-free ports keeps its MLflow artifacts beside the tracking store, not in
-Ray's job folder."""
-import json
+active Ray instances" traceback, and docs/cluster.md's head of one's own on
+fixed ports takes a job that keeps its MLflow artifacts beside the tracking
+store, not in Ray's job folder."""
 import os
 import re
 import shutil
@@ -61,35 +60,6 @@ def test_a_run_without_ray_address_starts_its_own_ray_beside_anothers(
     assert "multiple active Ray instances" not in output and "Traceback" not in output
 
 
-def test_a_submitted_job_keeps_its_artifacts_beside_the_tracking_store(
-        other_head, standin_root, tmp_path):
-    store = tmp_path / "store" / "mlflow.db"
-    store.parent.mkdir()
-    empty_tracking_store(store)
-    cached_load(tmp_path / "cache", "ddi", standin_root)
-    job_folder = tmp_path / "job"
-    job_folder.mkdir()
-    env = pipeline_env(tmp_path, RAY_AUTH_MODE="token",
-                       RAY_AUTH_TOKEN=(Path.home() / ".ray" / "auth_token").read_text().strip())
-    runtime_env = json.dumps({"env_vars": {"MLFLOW_TRACKING_URI": f"sqlite:///{store}",
-                                           "PLNLP_CACHE_DIR": str(tmp_path / "cache")}})
-    done = subprocess.run(
-        ["ray", "job", "submit", "--address", other_head, "--working-dir", str(job_folder),
-         "--runtime-env-json", runtime_env, "--", "python",
-         str(REPO_ROOT / "pipelines" / "run.py"), "--dataset", "ddi", "--data-root",
-         str(standin_root), "--experiment", "submitted", *TINY],
-        env=env, capture_output=True, text=True, timeout=600)
-    output = done.stdout + done.stderr
-    assert done.returncode == 0 and "succeeded" in output, output[-3000:]
-    mlflow.set_tracking_uri(f"sqlite:///{store}")
-    experiment = mlflow.get_experiment_by_name("submitted")
-    assert experiment.artifact_location == (store.parent / "mlartifacts").as_uri()
-    (run,) = mlflow.search_runs([experiment.experiment_id], output_format="list")
-    kept = {path.name for path in (store.parent / "mlartifacts").rglob("*") if path.is_file()}
-    assert {"metrics.csv", "learning_curve.png", "config.yaml", "MLmodel"} <= kept
-    assert run.info.artifact_uri.startswith((store.parent / "mlartifacts").as_uri())
-
-
 def bash_block(document: Path, section: str) -> str:
     """The first ``bash`` block under the heading ``section`` of ``document``."""
     text = document.read_text().split(f"\n## {section}\n", 1)[1]
@@ -127,7 +97,8 @@ def test_the_sharing_one_machine_commands_of_cluster_md_run_as_written(standin_r
     as written but for its temp folders (this test's), its ``<…>`` (a SQLite
     store of this test's, the stand-in ddi) and a few batches: both nodes
     join on their ports, the job sent with the token and ``--working-dir .``
-    finishes its run with each epoch's line printed once, the machine's
+    finishes its run with each epoch's line printed once and its MLflow
+    artifacts beside the tracking store (not in Ray's job folder), the machine's
     current-cluster address is left as it was, and the last line ends every
     process of that cluster.
 
@@ -185,6 +156,12 @@ def test_the_sharing_one_machine_commands_of_cluster_md_run_as_written(standin_r
         shutil.rmtree(temp, ignore_errors=True)
         shutil.rmtree(f"{temp}-2", ignore_errors=True)
     mlflow.set_tracking_uri(f"sqlite:///{store}")
-    (run,) = mlflow.search_runs([mlflow.get_experiment_by_name("mine").experiment_id],
-                                output_format="list")
+    experiment = mlflow.get_experiment_by_name("mine")
+    (run,) = mlflow.search_runs([experiment.experiment_id], output_format="list")
     assert run.info.status == "FINISHED"
+    # the job's MLflow artifacts are beside the tracking store, not in Ray's job folder
+    beside = store.parent / "mlartifacts"
+    assert experiment.artifact_location == beside.as_uri()
+    assert run.info.artifact_uri.startswith(beside.as_uri())
+    kept = {path.name for path in beside.rglob("*") if path.is_file()}
+    assert {"metrics.csv", "learning_curve.png", "config.yaml", "MLmodel"} <= kept
