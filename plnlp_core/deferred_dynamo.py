@@ -7,8 +7,9 @@ optimiser's first parameter group, a process group's start. That import
 is most of what PyG's own costs: 1.3 of 3.6 CPU-seconds for ``import torch,
 torch_geometric`` (Intel Xeon, one core), paid by every process that imports
 PyG and never compiles or trains: a command's driver, which builds the model
-only to count its parameters, and the Ray tasks that read a dataset or score
-pairs.
+only to count its parameters (on ``meta``, without the fills whose first
+call would import it: :class:`~plnlp_core.memory_estimate.WithoutInitialValues`),
+and the Ray tasks that read a dataset or score pairs.
 
 :class:`DeferredDynamo` finds ``torch._dynamo`` as Python's own path finder
 does, with :class:`importlib.util.LazyLoader`: the module object exists at
