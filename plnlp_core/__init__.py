@@ -20,11 +20,11 @@ itself, to the first ROC-AUC (:mod:`plnlp_core.deferred_auc`).
 """
 import importlib
 
-from plnlp_core.deferred_auc import defer_auc
-from plnlp_core.deferred_dynamo import defer_dynamo
+from plnlp_core.deferred_auc import DeferredAUC
+from plnlp_core.deferred_dynamo import DeferredDynamo
 
-defer_dynamo()
-defer_auc()
+DeferredDynamo.install()
+DeferredAUC.install()
 
 _SOURCES = {
     "DATASETS": "plnlp_core.data.datasets",

@@ -15,11 +15,11 @@ other import of ``sklearn.metrics`` gets scikit-learn's own. A process that
 imported ``sklearn.metrics`` before runs the module as usual. The stand-in
 is in ``sys.modules`` only while the module runs, from one thread."""
 import importlib.abc
-import importlib.machinery
 import sys
-from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
+
+from plnlp_core.module_finder import WrappedModuleFinder
 
 MODULE = "ogb.linkproppred.evaluate"
 METRICS = "sklearn.metrics"
@@ -56,20 +56,8 @@ class WithoutSklearnMetrics(importlib.abc.Loader):
                 del sys.modules[METRICS]
 
 
-class DeferredAUC(importlib.abc.MetaPathFinder):
+class DeferredAUC(WrappedModuleFinder):
     """A finder of ``ogb.linkproppred.evaluate`` alone, run by :class:`WithoutSklearnMetrics`."""
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
-                  target: ModuleType | None = None) -> ModuleSpec | None:
-        if fullname != MODULE:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader = WithoutSklearnMetrics(spec.loader)
-        return spec
-
-
-def defer_auc() -> None:
-    """Puts :class:`DeferredAUC` ahead of Python's finders, once a process."""
-    if not any(isinstance(finder, DeferredAUC) for finder in sys.meta_path):
-        sys.meta_path.insert(0, DeferredAUC())
+    module = MODULE
+    loader_wrapper = WithoutSklearnMetrics

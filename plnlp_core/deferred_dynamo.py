@@ -18,32 +18,16 @@ uses it gets the same module, only later. Python before 3.12 does not guard
 that first access against a second thread making it at the same moment; in
 this product's processes one thread makes it (the one that builds the
 optimiser, or starts the process group)."""
-import importlib.abc
-import importlib.machinery
 import importlib.util
-import sys
-from collections.abc import Sequence
-from importlib.machinery import ModuleSpec
-from types import ModuleType
+
+from plnlp_core.module_finder import WrappedModuleFinder
 
 MODULE = "torch._dynamo"
 
 
-class DeferredDynamo(importlib.abc.MetaPathFinder):
+class DeferredDynamo(WrappedModuleFinder):
     """A finder of ``torch._dynamo`` alone, whose module runs at its first
     attribute access."""
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
-                  target: ModuleType | None = None) -> ModuleSpec | None:
-        if fullname != MODULE:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader = importlib.util.LazyLoader(spec.loader)
-        return spec
-
-
-def defer_dynamo() -> None:
-    """Puts :class:`DeferredDynamo` ahead of Python's finders, once a process."""
-    if not any(isinstance(finder, DeferredDynamo) for finder in sys.meta_path):
-        sys.meta_path.insert(0, DeferredDynamo())
+    module = MODULE
+    loader_wrapper = importlib.util.LazyLoader
