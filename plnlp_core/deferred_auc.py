@@ -14,12 +14,9 @@ call; the stand-in leaves ``sys.modules`` once the module has run, so any
 other import of ``sklearn.metrics`` gets scikit-learn's own. A process that
 imported ``sklearn.metrics`` before runs the module as usual. The stand-in
 is in ``sys.modules`` only while the module runs, from one thread."""
-import importlib.abc
-import sys
-from importlib.machinery import ModuleSpec
 from types import ModuleType
 
-from plnlp_core.module_finder import WrappedModuleFinder
+from plnlp_core.module_finder import StandInLoader, WrappedModuleFinder
 
 MODULE = "ogb.linkproppred.evaluate"
 METRICS = "sklearn.metrics"
@@ -32,28 +29,16 @@ def roc_auc_score(*args: object, **kwargs: object) -> float:
     return imported(*args, **kwargs)
 
 
-class WithoutSklearnMetrics(importlib.abc.Loader):
-    """Runs a module as ``loader`` does, with :data:`METRICS` standing in
-    (:func:`roc_auc_score` alone) unless it was imported already."""
+class WithoutSklearnMetrics(StandInLoader):
+    """Runs a module with :data:`METRICS` standing in as :func:`roc_auc_score`
+    alone, unless it was imported already."""
 
-    def __init__(self, loader: importlib.abc.Loader) -> None:
-        self.loader = loader
+    stood_in = METRICS
 
-    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        if METRICS in sys.modules:
-            self.loader.exec_module(module)
-            return
-        stand_in = ModuleType(METRICS)
-        stand_in.roc_auc_score = roc_auc_score
-        sys.modules[METRICS] = stand_in
-        try:
-            self.loader.exec_module(module)
-        finally:
-            if sys.modules.get(METRICS) is stand_in:
-                del sys.modules[METRICS]
+    def stand_in(self) -> ModuleType:
+        metrics = ModuleType(METRICS)
+        metrics.roc_auc_score = roc_auc_score
+        return metrics
 
 
 class DeferredAUC(WrappedModuleFinder):

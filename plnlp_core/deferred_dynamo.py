@@ -1,33 +1,50 @@
 """``torch._dynamo`` imported at its first use, not when PyG is imported.
 
-PyG 2.8 imports ``torch._dynamo`` as it is itself imported
-(``torch_geometric.isinstance``, which looks through a ``torch.compile``'d
-model), while torch imports it only when first used: a ``torch.compile``, an
-optimiser's first parameter group, a process group's start. That import
-is most of what PyG's own costs: 1.3 of 3.6 CPU-seconds for ``import torch,
-torch_geometric`` (Intel Xeon, one core), paid by every process that imports
-PyG and never compiles or trains: a command's driver, which builds the model
-only to count its parameters (on ``meta``, without the fills whose first
-call would import it: :class:`~plnlp_core.memory_estimate.WithoutInitialValues`),
-and the Ray tasks that read a dataset or score pairs.
+PyG 2.8 imports ``torch._dynamo`` as it is itself imported: the top of
+``torch_geometric.isinstance`` imports it, whose ``is_torch_instance`` looks
+through a ``torch.compile``'d model (``torch._dynamo.OptimizedModule``) when
+called. torch itself imports it only when first used: a ``torch.compile``,
+an optimiser's first parameter group, a process group's start (torch's own
+``__getattr__`` imports ``torch._dynamo`` at the first ``torch._dynamo.…``).
+That import is most of what PyG's own costs: 1.3 of 3.6 CPU-seconds for
+``import torch, torch_geometric`` (Intel Xeon, one core), paid by every
+process that imports PyG and never compiles or trains: a command's driver,
+which builds the model only to count its parameters (on ``meta``, without
+the fills whose first call would import it:
+:class:`~plnlp_core.memory_estimate.WithoutInitialValues`), and the Ray
+tasks that read a dataset or score pairs.
 
-:class:`DeferredDynamo` finds ``torch._dynamo`` as Python's own path finder
-does, with :class:`importlib.util.LazyLoader`: the module object exists at
-once and runs its code at its first attribute access, so a process that
-uses it gets the same module, only later. Python before 3.12 does not guard
-that first access against a second thread making it at the same moment; in
-this product's processes one thread makes it (the one that builds the
-optimiser, or starts the process group)."""
-import importlib.util
+:class:`DeferredDynamo` finds ``torch_geometric.isinstance`` as Python's own
+path finder does and runs it while an empty module stands in for
+``torch._dynamo`` (:class:`~plnlp_core.module_finder.StandInLoader`); the
+stand-in leaves ``sys.modules`` once the module has run, so the first use of
+``torch._dynamo``, PyG's ``is_torch_instance`` included, imports torch's own
+through Python's import system, whole and under its lock.
 
-from plnlp_core.module_finder import WrappedModuleFinder
+Not :class:`importlib.util.LazyLoader`, this module's first form: its module
+ran at the first attribute access from anywhere, and
+``inspect.getmodule``, which reads ``__file__`` of every module in
+``sys.modules``, made that access in the middle of importing
+``torch.distributed.tensor`` (``torch.testing.assert_close``'s first call
+imports it; torch's custom ops look up their source as they register):
+``torch._dynamo`` then imported ``torch.distributed.tensor``, found it half
+imported, and stayed half run, so that every optimiser the process built
+after failed (``module 'torch._dynamo' has no attribute 'disable'``)."""
+from plnlp_core.module_finder import StandInLoader, WrappedModuleFinder
 
-MODULE = "torch._dynamo"
+MODULE = "torch_geometric.isinstance"
+DYNAMO = "torch._dynamo"
+
+
+class WithoutDynamo(StandInLoader):
+    """Runs a module with an empty module standing in for :data:`DYNAMO`,
+    unless it was imported already."""
+
+    stood_in = DYNAMO
 
 
 class DeferredDynamo(WrappedModuleFinder):
-    """A finder of ``torch._dynamo`` alone, whose module runs at its first
-    attribute access."""
+    """A finder of ``torch_geometric.isinstance`` alone, run by :class:`WithoutDynamo`."""
 
     module = MODULE
-    loader_wrapper = importlib.util.LazyLoader
+    loader_wrapper = WithoutDynamo

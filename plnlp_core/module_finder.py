@@ -1,6 +1,7 @@
-"""A meta-path finder of one module: found as Python's own path finder finds
-it, its loader wrapped, so that what changes is when or how the module's
-code runs, not which code it is (:mod:`plnlp_core.deferred_dynamo`,
+"""A meta-path finder of one module, and a loader that runs a module while
+another stands in for one it imports: found as Python's own path finder
+finds it, its loader wrapped, so that what changes is what the module's
+import costs, not which code it is (:mod:`plnlp_core.deferred_dynamo`,
 :mod:`plnlp_core.deferred_auc`)."""
 import importlib.abc
 import importlib.machinery
@@ -31,3 +32,36 @@ class WrappedModuleFinder(importlib.abc.MetaPathFinder):
         """Puts one such finder ahead of Python's finders, once a process."""
         if not any(isinstance(finder, cls) for finder in sys.meta_path):
             sys.meta_path.insert(0, cls())
+
+
+class StandInLoader(importlib.abc.Loader):
+    """Runs a module as ``loader`` does, while :meth:`stand_in` stands in
+    for the module :attr:`stood_in` in ``sys.modules``, unless that was
+    imported already. The stand-in leaves ``sys.modules`` as soon as the
+    module has run, so that any other import of :attr:`stood_in`, then or
+    later, runs the real one through Python's import system (under its lock,
+    whole, from whichever thread asks first); it is there only while the
+    module runs, from one thread."""
+
+    stood_in: str
+
+    def __init__(self, loader: importlib.abc.Loader) -> None:
+        self.loader = loader
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        return self.loader.create_module(spec)
+
+    def stand_in(self) -> ModuleType:
+        """What the module gets for :attr:`stood_in`: an empty module."""
+        return ModuleType(self.stood_in)
+
+    def exec_module(self, module: ModuleType) -> None:
+        if self.stood_in in sys.modules:
+            self.loader.exec_module(module)
+            return
+        stand_in = sys.modules[self.stood_in] = self.stand_in()
+        try:
+            self.loader.exec_module(module)
+        finally:
+            if sys.modules.get(self.stood_in) is stand_in:
+                del sys.modules[self.stood_in]
