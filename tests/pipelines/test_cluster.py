@@ -205,38 +205,6 @@ def runs_of(services: Services, experiment: str) -> list:
     return client.search_runs([found.experiment_id]) if found else []
 
 
-def test_a_submitted_job_keeps_its_work_in_the_bucket_and_its_artifacts_in_the_server(
-        services, tmp_path):
-    home, cache = tmp_path / "home", tmp_path / "cache"
-    home.mkdir()
-    cache.mkdir()
-    done = submit(services, [*DOCUMENTED_JOB, *TINY, "--set", "epochs=2", "--experiment",
-                             "bucket"], {"HOME": str(home), "PLNLP_CACHE_DIR": str(cache)})
-    output = done.stdout + done.stderr
-    assert done.returncode == 0 and "succeeded" in output, output[-4000:]
-    assert "Errno" not in output, output[-4000:]
-    assert len(re.findall(r"\) epoch 1/2 ", output)) == 1, output[-4000:]  # printed once
-    (run,) = runs_of(services, "bucket")
-    assert run.info.status == "FINISHED"
-    assert run.info.artifact_uri.startswith("mlflow-artifacts:")
-    assert "plnlp.checkpoints" not in run.data.tags  # the best one is in the server now
-    work = bucket_keys(services.endpoint, "work")
-    assert any(key.startswith("plnlp/stages/load-") and key.endswith("/manifest.json")
-               for key in work)
-    artifacts = {key.rsplit("/", 1)[-1] for key in bucket_keys(services.endpoint, "artifacts")
-                 if run.info.run_id in key or "/models/" in key}
-    assert {"model.pt", "best.json", "metrics.csv", "learning_curve.png", "MLmodel",
-            "scorer.pt"} <= artifacts
-    assert sorted(home.rglob("*")) == [] and sorted(cache.rglob("*")) == []
-    # the store's secret key, in the job's environment, is nowhere it wrote
-    secret = KEYS["AWS_SECRET_ACCESS_KEY"]
-    assert secret not in output
-    assert [key for bucket in ("work", "artifacts")
-            for key in objects_holding(services.endpoint, bucket, secret)] == []
-    assert database_holds(services.database, run.info.run_id)  # the server's, in PostgreSQL
-    assert not database_holds(services.database, secret)
-
-
 EPOCHS, EVERY = 20, 2  # the node goes within the first checkpoints; the rest trains after it
 
 
@@ -349,34 +317,41 @@ def test_a_sweep_and_two_runs_at_once_are_all_recorded_in_postgresql(services, t
     runs submitted together beside it, all writing to the tracking server at
     once (on a node of 4 more CPUs, added for them): every trial and run
     FINISHED with each epoch once, and neither the server nor a job met a
-    locked database or a deadlock."""
+    locked database or a deadlock. One of the two runs is given a home and
+    a cache folder of its own: see :func:`assert_kept_in_the_bucket_and_the_server`."""
     space = tmp_path / "space.yaml"
     space.write_text(f"preset: smoke\nmetric: valid_hits_20\nsearch: grid\n"
                      f"max_concurrent: {TRIALS_AT_ONCE}\n"
                      "resources: {workers: 1, cpus_per_worker: 1}\n"
                      "space:\n  lr: {grid: [0.02, 0.001]}\n"
                      "  num_neg: {grid: [1, 2]}\n")
+    home, cache = tmp_path / "home", tmp_path / "cache"
+    home.mkdir()
+    cache.mkdir()
+    own_folders = {"HOME": str(home), "PLNLP_CACHE_DIR": str(cache)}
     node = add_worker_node(services.cluster, cpus=TRIALS_AT_ONCE)
     try:
         services.cluster.wait_for_nodes()
-        jobs = [f"together-{n}-{time.monotonic_ns()}" for n in range(2)]
-        for job in jobs:
+        jobs = {experiment: f"{experiment}-{time.monotonic_ns()}"
+                for experiment in ("bucket", "together")}
+        for experiment, job in jobs.items():
             done = submit(services, [*DOCUMENTED_JOB, *TINY, "--set", f"epochs={RUN_EPOCHS}",
-                                     "--experiment", "together"], {}, submission_id=job)
+                                     "--experiment", experiment],
+                          own_folders if experiment == "bucket" else {}, submission_id=job)
             assert done.returncode == 0, done.stderr[-3000:]
         done = submit(services, ["pipelines/tune.py", "--dataset", "ddi", "--space", str(space),
                                  *TINY, "--set", f"epochs={SWEEP_EPOCHS}", "--data-root", DATA,
                                  "--work-dir", WORK, "--experiment", "sweep"], {})
         deadline = time.monotonic() + 300
-        while any(job_status(services, job) in ("PENDING", "RUNNING") for job in jobs):
-            assert time.monotonic() < deadline, job_logs(services, jobs[0])[-3000:]
+        while any(job_status(services, job) in ("PENDING", "RUNNING") for job in jobs.values()):
+            assert time.monotonic() < deadline, job_logs(services, jobs["bucket"])[-3000:]
             time.sleep(1)
     finally:
         services.cluster.remove_node(node)
     output = done.stdout + done.stderr
     assert done.returncode == 0 and "succeeded" in output, output[-4000:]
-    logs = [job_logs(services, job) for job in jobs]
-    assert [job_status(services, job) for job in jobs] == ["SUCCEEDED"] * 2, logs
+    logs = {experiment: job_logs(services, job) for experiment, job in jobs.items()}
+    assert [job_status(services, job) for job in jobs.values()] == ["SUCCEEDED"] * 2, logs
     client = MlflowClient(services.tracking_uri)
     runs = runs_of(services, "sweep")
     (parent,) = [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
@@ -389,14 +364,44 @@ def test_a_sweep_and_two_runs_at_once_are_all_recorded_in_postgresql(services, t
     for run in children:
         assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "train_loss")
                       ) == list(range(1, SWEEP_EPOCHS + 1))
-    together = runs_of(services, "together")
-    assert len(together) == 2 and {run.info.status for run in together} == {"FINISHED"}
-    for run in together:
+    for experiment in jobs:
+        (run,) = runs_of(services, experiment)
+        assert run.info.status == "FINISHED"
         assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "train_loss")
                       ) == list(range(1, RUN_EPOCHS + 1))
     assert any(key.startswith("plnlp/tune/") for key in bucket_keys(services.endpoint, "work"))
-    said = "\n".join([output, *logs, (services.folder / "mlflow.log").read_text()]).lower()
-    assert not [words for words in LOCK_WORDS if words in said], said[-4000:]
+    said = "\n".join([output, *logs.values(), (services.folder / "mlflow.log").read_text()])
+    assert not [words for words in LOCK_WORDS if words in said.lower()], said[-4000:]
+    assert_kept_in_the_bucket_and_the_server(services, runs_of(services, "bucket")[0],
+                                             logs["bucket"], home, cache)
+
+
+def assert_kept_in_the_bucket_and_the_server(services: Services, run: object, log: str,
+                                             home: Path, cache: Path) -> None:
+    """A submitted job's run, given a ``home`` and a ``cache`` folder of its
+    own, printed each epoch once and no OS error, kept its work in the
+    bucket and its artifacts in the tracking server's (its best checkpoint
+    among them, not in a tag), wrote nothing to either folder, and wrote the
+    store's secret key, which its environment holds, nowhere: not in its
+    log, the buckets or the server's PostgreSQL, which holds the run."""
+    assert "Errno" not in log, log[-4000:]
+    assert len(re.findall(rf"\) epoch 1/{RUN_EPOCHS} ", log)) == 1, log[-4000:]
+    assert run.info.artifact_uri.startswith("mlflow-artifacts:")
+    assert "plnlp.checkpoints" not in run.data.tags  # the best one is in the server now
+    work = bucket_keys(services.endpoint, "work")
+    assert any(key.startswith("plnlp/stages/load-") and key.endswith("/manifest.json")
+               for key in work)
+    artifacts = {key.rsplit("/", 1)[-1] for key in bucket_keys(services.endpoint, "artifacts")
+                 if key.startswith(f"{run.info.experiment_id}/")}  # its experiment's alone
+    assert {"model.pt", "best.json", "metrics.csv", "learning_curve.png", "MLmodel",
+            "scorer.pt"} <= artifacts
+    assert sorted(home.rglob("*")) == [] and sorted(cache.rglob("*")) == []
+    secret = KEYS["AWS_SECRET_ACCESS_KEY"]
+    assert secret not in log
+    assert [key for bucket in ("work", "artifacts")
+            for key in objects_holding(services.endpoint, bucket, secret)] == []
+    assert database_holds(services.database, run.info.run_id)
+    assert not database_holds(services.database, secret)
 
 
 def job_status(services: Services, job: str) -> str:
