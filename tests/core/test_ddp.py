@@ -31,6 +31,8 @@ SAMPLED = CONFIG.replace(fanouts=(2, 2))
 """The same model trained on sampled neighbourhoods: a sparse embedding."""
 L2 = 0.01
 LR = 0.1
+CLIPS = (None, 0.05)
+"""The DDP steps' gradient clipping: none, and a norm far below these gradients'."""
 # a worker that is stuck this long dumps its stack to rank<r>.err and exits
 WORKER_TIMEOUT_S = 150
 
@@ -95,10 +97,12 @@ def sampled_steps(model: torch.nn.Module, rank: int, world_size: int) -> None:
         train_step(model, optimizer, None, subgraph, batch, options)
 
 
-def worker(rank: int, world_size: int, port: int, initial: str, out_dir: str,
-           clip: float | None, sampled: bool = False) -> None:
-    """One DDP worker: steps on its shard and saves its parameters."""
-    with open(Path(out_dir) / f"rank{rank}.err", "w") as err:
+def worker(rank: int, world_size: int, port: int, folder: str) -> None:
+    """One DDP worker: from ``folder``'s initial parameters, a step on its
+    shard with each of :data:`CLIPS`, then :func:`sampled_steps`, each
+    model's parameters saved (``rank<r>-<case>.pt``), all in one process
+    group: starting the workers is most of what a case costs."""
+    with open(Path(folder) / f"rank{rank}.err", "w") as err:
         faulthandler.dump_traceback_later(WORKER_TIMEOUT_S, exit=True, file=err)
         try:
             torch.set_num_threads(1)
@@ -108,75 +112,82 @@ def worker(rank: int, world_size: int, port: int, initial: str, out_dir: str,
                                   timeout=timeout)
             dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
                                     timeout=timeout)
-            if sampled:
-                model = DistributedDataParallel(fresh_model(Path(initial), SAMPLED))
-                sampled_steps(model, rank, world_size)
-            else:
-                model = DistributedDataParallel(fresh_model(Path(initial)))
+            for clip in CLIPS:
+                model = DistributedDataParallel(fresh_model(Path(folder) / "initial.pt"))
                 one_step(model, shard_batches()[rank], world_size, clip)
-            torch.save(model.module.state_dict(), Path(out_dir) / f"rank{rank}.pt")
+                torch.save(model.module.state_dict(), Path(folder) / f"rank{rank}-{clip}.pt")
+            model = DistributedDataParallel(fresh_model(Path(folder) / "sampled.pt", SAMPLED))
+            sampled_steps(model, rank, world_size)
+            torch.save(model.module.state_dict(), Path(folder) / f"rank{rank}-sampled.pt")
             dist.destroy_process_group()
         except BaseException:
             err.write(traceback.format_exc())
             raise
         finally:
             faulthandler.cancel_dump_traceback_later()
-    (Path(out_dir) / f"rank{rank}.done").touch()
+    (Path(folder) / f"rank{rank}.done").touch()
 
 
-def run_workers(world_size: int, initial: Path, out_dir: Path,
-                clip: float | None = None, sampled: bool = False) -> list[dict]:
-    """Spawns ``world_size`` workers and returns each one's final state.
+def run_workers(world_size: int, folder: Path) -> None:
+    """Spawns ``world_size`` workers (:func:`worker`) on ``folder``.
     The rendezvous store lives here, on a port the OS picks, so no other
     program can take the port between choosing and binding it. A worker that
     finished its work but hangs in interpreter teardown (gloo's threads, seen
     on a loaded 2-core machine) is stopped and counted as finished."""
     context = mp.get_context("spawn")
     store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, wait_for_workers=False)
-    port = store.port
-    processes = [context.Process(target=worker,
-                                 args=(rank, world_size, port, str(initial), str(out_dir),
-                                       clip, sampled))
+    processes = [context.Process(target=worker, args=(rank, world_size, store.port, str(folder)))
                  for rank in range(world_size)]
     for process in processes:
         process.start()
     deadline = time.monotonic() + WORKER_TIMEOUT_S + 30
     while time.monotonic() < deadline and any(
-            p.is_alive() and not (out_dir / f"rank{r}.done").exists()
+            p.is_alive() and not (folder / f"rank{r}.done").exists()
             for r, p in enumerate(processes)):
         time.sleep(0.2)
     for process in processes:
         process.join(timeout=10)
-    finished = [(out_dir / f"rank{rank}.done").exists() for rank in range(world_size)]
+    finished = [(folder / f"rank{rank}.done").exists() for rank in range(world_size)]
     for process in processes:
         if process.is_alive():
             process.terminate()
             process.join()
     del store
-    errors = "\n".join(p.read_text() for p in sorted(out_dir.glob("*.err")))
+    errors = "\n".join(p.read_text() for p in sorted(folder.glob("*.err")))
     codes = [0 if done and p.exitcode == -15 else p.exitcode
              for done, p in zip(finished, processes, strict=True)]
     assert codes == [0] * world_size, f"DDP workers exited with {codes}:\n{errors}"
-    return [torch.load(out_dir / f"rank{rank}.pt", weights_only=True)
-            for rank in range(world_size)]
 
 
-# clip 0.05 is far below these gradients' norms, so clipping is active
-@pytest.mark.slow  # two worker processes: 15 s each
-@pytest.mark.parametrize("clip", [None, 0.05])
-def test_two_ddp_workers_match_one_worker_after_a_step_on_the_same_global_batch(tmp_path, clip):
-    torch.manual_seed(0)
-    initial = tmp_path / "initial.pt"
-    torch.save(build_model(CONFIG, DATASETS.get("ddi"), NUM_NODES).state_dict(), initial)
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of one run of two DDP workers (:func:`worker`): the
+    initial parameters of both models (each built from torch's generator
+    seeded 0) and each worker's parameters after each case."""
+    folder = tmp_path_factory.mktemp("ddp")
+    for name, config in (("initial", CONFIG), ("sampled", SAMPLED)):
+        torch.manual_seed(0)
+        torch.save(build_model(config, DATASETS.get("ddi"), NUM_NODES).state_dict(),
+                   folder / f"{name}.pt")
+    run_workers(2, folder)
+    return folder
 
+
+def ranks(folder: Path, case: object) -> list[dict]:
+    """Each worker's parameters after ``case``."""
+    return [torch.load(folder / f"rank{rank}-{case}.pt", weights_only=True) for rank in (0, 1)]
+
+
+@pytest.mark.slow  # one pair of worker processes for the three DDP tests: 7 s on 2 cores
+@pytest.mark.parametrize("clip", CLIPS)
+def test_two_ddp_workers_match_one_worker_after_a_step_on_the_same_global_batch(two_workers,
+                                                                                clip):
+    initial = two_workers / "initial.pt"
     single = fresh_model(initial)
     one_step(single, global_batch(shard_batches()), world_size=1, clip=clip)
     expected = single.state_dict()
 
-    out_dir = tmp_path / "ddp"
-    out_dir.mkdir()
-    rank0, rank1 = run_workers(2, initial, out_dir, clip)
-
+    rank0, rank1 = ranks(two_workers, clip)
     start = torch.load(initial, weights_only=True)
     assert any(not torch.allclose(start[k], expected[k]) for k in start)
     for key in expected:
@@ -198,19 +209,14 @@ def test_one_worker_on_the_concatenated_shards_differs_from_one_shard_alone(tmp_
     assert not torch.allclose(whole.state_dict()[weight], part.state_dict()[weight], atol=1e-6)
 
 
-@pytest.mark.slow  # two worker processes
-def test_two_sampled_ddp_workers_keep_the_same_embedding_rows(tmp_path):
+@pytest.mark.slow  # the two worker processes above
+def test_two_sampled_ddp_workers_keep_the_same_embedding_rows(two_workers):
     """Each worker samples its own neighbourhoods, so each steps other
     embedding rows; DDP all-reduces the sparse row gradients (gloo), and
     SparseAdam on every worker applies the same update to the union of the
     rows: after three steps the workers' embeddings and weights agree."""
-    torch.manual_seed(0)
-    initial = tmp_path / "initial.pt"
-    start = build_model(SAMPLED, DATASETS.get("ddi"), NUM_NODES).state_dict()
-    torch.save(start, initial)
-    out_dir = tmp_path / "ddp"
-    out_dir.mkdir()
-    rank0, rank1 = run_workers(2, initial, out_dir, sampled=True)
+    start = torch.load(two_workers / "sampled.pt", weights_only=True)
+    rank0, rank1 = ranks(two_workers, "sampled")
     weight = "node_input.embedding.weight"
     assert not torch.allclose(rank0[weight], start[weight])
     for key in rank0:
