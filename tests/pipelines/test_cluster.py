@@ -328,16 +328,15 @@ def test_a_sweep_and_two_runs_at_once_are_all_recorded_in_postgresql(services, t
     home, cache = tmp_path / "home", tmp_path / "cache"
     home.mkdir()
     cache.mkdir()
-    own_folders = {"HOME": str(home), "PLNLP_CACHE_DIR": str(cache)}
+    job_envs = {"bucket": {"HOME": str(home), "PLNLP_CACHE_DIR": str(cache)}, "together": {}}
     node = add_worker_node(services.cluster, cpus=TRIALS_AT_ONCE)
     try:
         services.cluster.wait_for_nodes()
-        jobs = {experiment: f"{experiment}-{time.monotonic_ns()}"
-                for experiment in ("bucket", "together")}
+        jobs = {experiment: f"{experiment}-{time.monotonic_ns()}" for experiment in job_envs}
         for experiment, job in jobs.items():
             done = submit(services, [*DOCUMENTED_JOB, *TINY, "--set", f"epochs={RUN_EPOCHS}",
-                                     "--experiment", experiment],
-                          own_folders if experiment == "bucket" else {}, submission_id=job)
+                                     "--experiment", experiment], job_envs[experiment],
+                          submission_id=job)
             assert done.returncode == 0, done.stderr[-3000:]
         done = submit(services, ["pipelines/tune.py", "--dataset", "ddi", "--space", str(space),
                                  *TINY, "--set", f"epochs={SWEEP_EPOCHS}", "--data-root", DATA,
@@ -364,16 +363,18 @@ def test_a_sweep_and_two_runs_at_once_are_all_recorded_in_postgresql(services, t
     for run in children:
         assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "train_loss")
                       ) == list(range(1, SWEEP_EPOCHS + 1))
+    submitted = {}
     for experiment in jobs:
         (run,) = runs_of(services, experiment)
+        submitted[experiment] = run
         assert run.info.status == "FINISHED"
         assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "train_loss")
                       ) == list(range(1, RUN_EPOCHS + 1))
     assert any(key.startswith("plnlp/tune/") for key in bucket_keys(services.endpoint, "work"))
     said = "\n".join([output, *logs.values(), (services.folder / "mlflow.log").read_text()])
     assert not [words for words in LOCK_WORDS if words in said.lower()], said[-4000:]
-    assert_kept_in_the_bucket_and_the_server(services, runs_of(services, "bucket")[0],
-                                             logs["bucket"], home, cache)
+    assert_kept_in_the_bucket_and_the_server(services, submitted["bucket"], logs["bucket"],
+                                             home, cache)
 
 
 def assert_kept_in_the_bucket_and_the_server(services: Services, run: object, log: str,
