@@ -97,11 +97,17 @@ def sampled_steps(model: torch.nn.Module, rank: int, world_size: int) -> None:
         train_step(model, optimizer, None, subgraph, batch, options)
 
 
+def stepped(folder: Path, rank: int, case: object) -> Path:
+    """Where worker ``rank`` saves its model's parameters after ``case``
+    (a clip of :data:`CLIPS`, or ``"sampled"``)."""
+    return folder / f"rank{rank}-{case}.pt"
+
+
 def worker(rank: int, world_size: int, port: int, folder: str) -> None:
     """One DDP worker: from ``folder``'s initial parameters, a step on its
     shard with each of :data:`CLIPS`, then :func:`sampled_steps`, each
-    model's parameters saved (``rank<r>-<case>.pt``), all in one process
-    group: starting the workers is most of what a case costs."""
+    model's parameters saved (:func:`stepped`), all in one process group:
+    starting the workers is most of what a case costs."""
     with open(Path(folder) / f"rank{rank}.err", "w") as err:
         faulthandler.dump_traceback_later(WORKER_TIMEOUT_S, exit=True, file=err)
         try:
@@ -115,10 +121,10 @@ def worker(rank: int, world_size: int, port: int, folder: str) -> None:
             for clip in CLIPS:
                 model = DistributedDataParallel(fresh_model(Path(folder) / "initial.pt"))
                 one_step(model, shard_batches()[rank], world_size, clip)
-                torch.save(model.module.state_dict(), Path(folder) / f"rank{rank}-{clip}.pt")
+                torch.save(model.module.state_dict(), stepped(Path(folder), rank, clip))
             model = DistributedDataParallel(fresh_model(Path(folder) / "sampled.pt", SAMPLED))
             sampled_steps(model, rank, world_size)
-            torch.save(model.module.state_dict(), Path(folder) / f"rank{rank}-sampled.pt")
+            torch.save(model.module.state_dict(), stepped(Path(folder), rank, "sampled"))
             dist.destroy_process_group()
         except BaseException:
             err.write(traceback.format_exc())
@@ -175,7 +181,7 @@ def two_workers(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def ranks(folder: Path, case: object) -> list[dict]:
     """Each worker's parameters after ``case``."""
-    return [torch.load(folder / f"rank{rank}-{case}.pt", weights_only=True) for rank in (0, 1)]
+    return [torch.load(stepped(folder, rank, case), weights_only=True) for rank in (0, 1)]
 
 
 @pytest.mark.slow  # one pair of worker processes for the three DDP tests: 7 s on 2 cores
