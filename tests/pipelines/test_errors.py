@@ -1598,11 +1598,23 @@ def smoke_command(ddi_root: Path, tmp_path: Path, *settings: str, work_dir: Path
     cached_load(work_dir or tmp_path / "cache", "ddi", ddi_root)
     argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE,
             "--data-root", str(ddi_root), *(["--work-dir", str(work_dir)] if work_dir else [])]
-    return [*argv, *(part for setting in settings for part in ("--set", setting))], env, database
+    return [*argv, *set_flags(*settings)], env, database
+
+
+def set_flags(*settings: str) -> list[str]:
+    """``--set`` before each of ``settings``, as a command line takes them."""
+    return [part for setting in settings for part in ("--set", setting)]
 
 
 # the interrupted runs' two-batch epochs: a signal a few epochs in, the resume trains the rest
 RESUMED_EPOCHS = 20
+# Two batches of 16,384 pairs an epoch, not the smoke preset's 65,536: the same model, its
+# checkpoints and its MLflow records, for about 0.2 s an epoch instead of 0.35 (a ddi smoke
+# command of 20 epochs joined to a running Ray: 15.1-15.8 CPU-seconds against 18.5-21.3,
+# Intel Xeon, 2 vCPUs; smaller batches save nothing more). The runs given these are signalled
+# at an event (an epoch logged, a checkpoint whole, a server stopped), with 200 epochs or at
+# least 16 left after it.
+SHORT_EPOCHS = ("max_batches_per_epoch=2", "batch_size=16384")
 
 
 @pytest.mark.slow
@@ -1617,13 +1629,16 @@ def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_i
     interrupted line named."""
     work = tmp_path / "work"
     argv, env, database = smoke_command(ddi_root, tmp_path, f"epochs={RESUMED_EPOCHS}",
-                                        "max_batches_per_epoch=2", "checkpoint_every=1",
+                                        *SHORT_EPOCHS, "checkpoint_every=1",
                                         work_dir=work)
     env.pop("PLNLP_DATA_ROOT", None)
     argv += ["--experiment", "elsewhere"]
     with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "first.log")
-        time.sleep(2)  # a checkpoint after the first one
+        # a checkpoint after the first one, so that the newest is not the only one
+        wait_until(lambda: checkpointed_epoch(only_run(f"sqlite:///{database}",
+                                                       "elsewhere")) >= 2,
+                   tmp_path / "first.log", within_s=60)
         ray_processes = descendants(process.pid)
         os.killpg(process.pid, signal.SIGINT)
         code = process.wait(timeout=60)
@@ -1671,7 +1686,7 @@ def test_a_lost_driver_s_run_is_marked_and_resume_goes_on_from_its_newest_checkp
     after the newest complete checkpoint in the work folder, in the same run,
     and finishes it with every epoch once."""
     argv, env, database = smoke_command(ddi_root, tmp_path, f"epochs={RESUMED_EPOCHS}",
-                                        "max_batches_per_epoch=2", "checkpoint_every=2",
+                                        *SHORT_EPOCHS, "checkpoint_every=2",
                                         work_dir=tmp_path / "work")
     with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "first.log")
@@ -1713,7 +1728,7 @@ def test_sigterm_to_the_driver_during_training_kills_the_run_with_the_epoch_reac
     before the signal is in MLflow once, and the closing line names the
     last one logged."""
     argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=200",
-                                        "max_batches_per_epoch=2", "checkpoint_every=50")
+                                        *SHORT_EPOCHS, "checkpoint_every=50")
     with process_group(argv, env, tmp_path, tmp_path / "run.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "run.log")
         # epochs printed since the one logged (a few a second; under load, fewer)
@@ -1767,7 +1782,7 @@ def test_sigterm_to_the_whole_process_group_kills_the_run_within_seconds(ddi_roo
     the driver alone, which marks the run KILLED with every printed epoch
     delivered, shuts Ray down and exits 143 within 10 s."""
     argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=200",
-                                        "max_batches_per_epoch=2", "checkpoint_every=1")
+                                        *SHORT_EPOCHS, "checkpoint_every=1")
     with process_group(argv, env, tmp_path, tmp_path / "run.log") as process:
         code, took = terminate_the_group_after_an_epoch(process, database, tmp_path / "run.log")
     lines = own_lines(tmp_path / "run.log")
@@ -1795,7 +1810,7 @@ def test_sigterm_to_every_process_of_the_run_kills_it_within_seconds(ddi_root, t
     driver holds, the epochs it had relayed are in MLflow, and the process
     exits 143 within 10 s with one line that names what was lost."""
     argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=200",
-                                        "max_batches_per_epoch=2", "checkpoint_every=1")
+                                        *SHORT_EPOCHS, "checkpoint_every=1")
     with process_group(argv, env, tmp_path, tmp_path / "run.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "run.log")
         signal_the_tree(process.pid, signal.SIGTERM)
@@ -1831,7 +1846,7 @@ def test_sigterm_to_a_sweep_s_whole_process_group_kills_its_runs_within_seconds(
                      "space:\n  lr: {grid: [0.01, 0.02]}\n")
     argv = [sys.executable, str(REPO_ROOT / "pipelines" / "tune.py"), "--dataset", "ddi",
             "--space", str(space), "--data-root", str(ddi_root), "--set", "epochs=200",
-            "--set", "max_batches_per_epoch=2"]
+            *set_flags(*SHORT_EPOCHS)]
     with process_group(argv, env, tmp_path, tmp_path / "sweep.log") as process:
         code, took = terminate_the_group_after_an_epoch(process, database,
                                                         tmp_path / "sweep.log", within_s=240)
@@ -1855,7 +1870,7 @@ def test_a_ray_that_dies_under_the_run_fails_it_with_one_sentence(ddi_root, tmp_
     run left RUNNING. The run is FAILED with one sentence within seconds."""
 
     argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=200",
-                                        "max_batches_per_epoch=2", "checkpoint_every=1")
+                                        *SHORT_EPOCHS, "checkpoint_every=1")
     with process_group(argv, env, tmp_path, tmp_path / "run.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "run.log")
         gcs = [child for child in psutil.Process(process.pid).children(recursive=True)
@@ -2417,13 +2432,13 @@ def wait_until(condition, log: Path, within_s: float) -> None:
 
 def run_command(ddi_root: Path, tmp_path: Path, uri: str, epochs: int, ray_address: str
                 ) -> tuple[list, dict]:
-    """The smoke run of ``epochs`` short epochs (0.3-0.7 s each) that the
+    """The smoke run of ``epochs`` short epochs (:data:`SHORT_EPOCHS`) that the
     tracking server at ``uri`` goes away from (its load stage's entry
     cached), joining the running Ray at ``ray_address``, and its environment."""
     cached_load(tmp_path / "work", "ddi", ddi_root)
     argv = [sys.executable, str(REPO_ROOT / "pipelines" / "run.py"), *SMOKE, "--data-root",
             str(ddi_root), "--work-dir", str(tmp_path / "work"), "--set", f"epochs={epochs}",
-            "--set", "max_batches_per_epoch=2", "--set", "checkpoint_every=5"]
+            *set_flags(*SHORT_EPOCHS, "checkpoint_every=5")]
     env = pipeline_env(tmp_path, ray_address, MLFLOW_TRACKING_URI=uri,
                        MLFLOW_HTTP_REQUEST_MAX_RETRIES="0", MLFLOW_HTTP_REQUEST_TIMEOUT="5")
     return argv, env

@@ -20,7 +20,9 @@ from tests.pipelines.test_errors import (
     wait_until,
 )
 
-EPOCHS = 15  # 0.3-0.7 s each: the server may come back after the last one, which then waits
+# short epochs (test_errors.SHORT_EPOCHS): the server may come back after the last one, which
+# then waits
+EPOCHS = 15
 
 
 @pytest.mark.slow
