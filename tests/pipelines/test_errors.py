@@ -1552,6 +1552,14 @@ def wait_for_a_logged_epoch(process, database: Path, log: Path, within_s: float 
         time.sleep(0.5)
 
 
+def wait_for_a_checkpoint(database: Path, log: Path, epoch: int,
+                          experiment: str = "plnlp-ddi") -> None:
+    """Waits until the run in ``database`` has a whole checkpoint of
+    ``epoch`` or later (:func:`checkpointed_epoch`)."""
+    wait_until(lambda: checkpointed_epoch(only_run(f"sqlite:///{database}", experiment))
+               >= epoch, log, within_s=60)
+
+
 def checkpointed_epoch(run) -> int:
     """The epoch of the newest checkpoint that the run's one worker
     finished, which ``--resume`` goes on after: its manifest is there and
@@ -1636,9 +1644,7 @@ def test_ctrl_c_kills_the_run_and_it_goes_on_from_another_folder_with_only_its_i
     with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "first.log")
         # a checkpoint after the first one, so that the newest is not the only one
-        wait_until(lambda: checkpointed_epoch(only_run(f"sqlite:///{database}",
-                                                       "elsewhere")) >= 2,
-                   tmp_path / "first.log", within_s=60)
+        wait_for_a_checkpoint(database, tmp_path / "first.log", 2, "elsewhere")
         ray_processes = descendants(process.pid)
         os.killpg(process.pid, signal.SIGINT)
         code = process.wait(timeout=60)
@@ -1691,8 +1697,7 @@ def test_a_lost_driver_s_run_is_marked_and_resume_goes_on_from_its_newest_checkp
     with process_group(argv, env, tmp_path, tmp_path / "first.log") as process:
         wait_for_a_logged_epoch(process, database, tmp_path / "first.log")
         # a second whole checkpoint (epoch 4), so that the newest is not the only one
-        wait_until(lambda: checkpointed_epoch(only_run(f"sqlite:///{database}")) >= 4,
-                   tmp_path / "first.log", within_s=60)
+        wait_for_a_checkpoint(database, tmp_path / "first.log", 4)
         signal_the_tree(process.pid, signal.SIGKILL)  # the job's processes at once
         process.wait(timeout=60)
         driver = process.pid
