@@ -1621,7 +1621,8 @@ RESUMED_EPOCHS = 20
 # command of 20 epochs joined to a running Ray: 15.1-15.8 CPU-seconds against 18.5-21.3,
 # Intel Xeon, 2 vCPUs; smaller batches save nothing more). The runs given these are signalled
 # at an event (an epoch logged, a checkpoint whole), with 200 epochs or at least 16 left after
-# it; the tracking-server runs, stopped from at epoch 3 of 15, train to their end either way.
+# it; the tracking-server runs, their server stopped at epoch 3 of 15, train to their end
+# either way.
 SHORT_EPOCHS = ("max_batches_per_epoch=2", "batch_size=16384")
 
 

@@ -13,18 +13,18 @@ from pipelines.run import main
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.data.ogb_reader import load_ogb
 from plnlp_core.training.experiment import prepare_experiment, run_experiment
+from tests.pipelines.test_errors import SHORT_EPOCHS, set_flags
 
 # alone: it times epochs, which a test beside it (pytest -n 2) would slow at random
 pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 # 20 epochs: the lower quartile is the 5th fastest of 19 intervals each way; a test run alone,
-# so each epoch it drops shortens the whole suite. Two batches of 16,384 pairs, not the smoke
-# preset's 65,536: a fixed wait per epoch shows the same, and each epoch takes about 0.15 s
-# less each way
+# so each epoch it drops shortens the whole suite. test_errors' short epochs (two batches of
+# 16,384 pairs, not the smoke preset's 65,536): a fixed wait per epoch shows the same, and each
+# epoch takes about 0.15 s less each way
 EPOCHS = 20
-SHORT_EPOCHS = ["--dataset", "ddi", "--preset", "smoke", "--set", f"epochs={EPOCHS}",
-                "--set", "max_batches_per_epoch=2", "--set", "batch_size=16384",
-                "--cpus-per-worker", "2"]
+TIMED_RUN = ["--dataset", "ddi", "--preset", "smoke", "--set", f"epochs={EPOCHS}",
+             *set_flags(*SHORT_EPOCHS), "--cpus-per-worker", "2"]
 
 
 def test_the_pipelines_typical_epoch_is_within_half_a_second_of_fits(
@@ -38,7 +38,7 @@ def test_the_pipelines_typical_epoch_is_within_half_a_second_of_fits(
     wait shows in every epoch, while a machine busy with other work slows
     only some (on CI's, once: a median of 1.58 s against fit's 0.76 s, with
     epochs 12-18 at fit's pace)."""
-    argv = [*SHORT_EPOCHS, "--data-root", str(ddi_root), "--experiment", "overhead"]
+    argv = [*TIMED_RUN, "--data-root", str(ddi_root), "--experiment", "overhead"]
     assert main(argv) == 0
     client = MlflowClient(mlflow_store)
     run = client.search_runs([client.get_experiment_by_name("overhead").experiment_id])[0]
