@@ -21,9 +21,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.alone]
 # 12 epochs: the lower quartile is the 3rd fastest of 11 intervals each way, so a quarter of
 # them may be slowed at random; a test run alone, so each epoch it drops shortens the whole
 # suite (its call took 17.1 s at 20 epochs, 12.4 and 15.0 s at 12, Intel Xeon, run alone).
-# test_errors' short epochs (two
-# batches of 16,384 pairs, not the smoke preset's 65,536): a fixed wait per epoch shows the
-# same, and each epoch takes about 0.15 s less each way
+# test_errors' short epochs (two batches of 16,384 pairs, not the smoke preset's 65,536): a
+# fixed wait per epoch shows the same, and each epoch takes about 0.15 s less each way
 EPOCHS = 12
 TIMED_RUN = ["--dataset", "ddi", "--preset", "smoke", "--set", f"epochs={EPOCHS}",
              *set_flags(*SHORT_EPOCHS), "--cpus-per-worker", "2"]
