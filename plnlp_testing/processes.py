@@ -18,7 +18,8 @@ import psutil
 from pipelines.runtime.ray_cluster import free_port
 
 __all__ = ["all_ended", "descendants", "free_port", "jobs_answer", "pipeline_env",
-           "process_group", "ray_jobs", "signal_the_tree", "training_processes", "wait_for_http"]
+           "process_group", "ray_jobs", "signal_the_tree", "submit_job", "training_processes",
+           "wait_for_http"]
 
 TRAINING_PROCESSES = ("ray::RayTrainWorker", "ray::TrainingActor")
 
@@ -127,6 +128,27 @@ def ray_jobs(dashboard: str, token: str) -> object:
     from ray.job_submission import JobSubmissionClient
 
     return JobSubmissionClient(dashboard, headers={"Authorization": f"Bearer {token}"})
+
+
+NO_AGENT_YET = "No available agent to submit job"
+"""What a head refuses a job with before the agent that takes jobs is up (no job is made)."""
+
+
+def submit_job(argv: list[str], env: dict[str, str], cwd: Path | None = None,
+               timeout: float = 900) -> subprocess.CompletedProcess:
+    """``ray job submit`` (``argv``) until the head takes the job: a head whose
+    dashboard answers, and lists its jobs (:func:`jobs_answer`), may not yet
+    have the agent that takes them, and refuses the job with
+    :data:`NO_AGENT_YET` (test_tune's token-authenticated head met it once on
+    a loaded 2-core machine), so a refused submission is sent again every
+    2 s, 30 times at most."""
+    for _ in range(30):
+        done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True,
+                              timeout=timeout)
+        if NO_AGENT_YET not in done.stdout + done.stderr:
+            return done
+        time.sleep(2)
+    return done
 
 
 def jobs_answer(dashboard: str, token: str) -> bool:

@@ -36,6 +36,7 @@ from plnlp_testing.processes import (
     free_port,
     process_group,
     ray_jobs,
+    submit_job,
     training_processes,
     wait_for_http,
 )
@@ -190,13 +191,7 @@ def submit(services: Services, command: list[str], job_env: dict[str, str],
     env = {**os.environ, **dict(word.split("=", 1) for word in shlex.split(export)[1:])}
     argv = [*argv[:split], *(["--no-wait", "--submission-id", submission_id] if submission_id
                              else []), "--", "python", *command]
-    for _ in range(30):  # the head's job agent takes a while to start after the dashboard
-        done = subprocess.run(argv, env=env, cwd=REPO_ROOT, capture_output=True, text=True,
-                              timeout=900)
-        if "No available agent to submit job" not in done.stderr:
-            return done
-        time.sleep(2)
-    return done
+    return submit_job(argv, env, REPO_ROOT)  # the head's job agent starts after its dashboard
 
 
 def runs_of(services: Services, experiment: str) -> list:

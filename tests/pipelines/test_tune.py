@@ -4,7 +4,6 @@ sweep runs as a Ray job on a token-authenticated head."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -14,7 +13,13 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from plnlp_testing.processes import free_port, jobs_answer, pipeline_env, process_group
+from plnlp_testing.processes import (
+    free_port,
+    jobs_answer,
+    pipeline_env,
+    process_group,
+    submit_job,
+)
 from plnlp_testing.tracking_server import TrackingServer
 from plnlp_testing.warm_start import cached_load
 from tests.conftest import use_tracking_store
@@ -199,7 +204,7 @@ def test_the_sweep_runs_as_a_ray_job_on_a_token_authenticated_head_with_the_job_
             assert time.monotonic() < deadline and process.poll() is None, \
                 (tmp_path / "head.log").read_text()[-2000:]
             time.sleep(0.5)
-        job = subprocess.run(submit, env=env, capture_output=True, text=True, timeout=600)
+        job = submit_job(submit, env, timeout=600)
     shutil.rmtree(temp, ignore_errors=True)
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
     parent, children = sweep_runs(tracking_server, "job")
