@@ -7,10 +7,16 @@ Train's controller hands its workers' reports to its own. So the training
 process never loads MLflow nor opens its store: the driver has both open
 already, and its core is idle while the actor trains (on 2 CPU cores,
 MLflow's import and store cost the actor's first epoch 0.7 s and every
-later epoch a share of 1.2 s more)."""
+later epoch a share of 1.2 s more).
+
+An interrupted driver takes the reports one last time
+(:meth:`ReportRelay.last_flush`), and the training stops at its next report,
+before that epoch is printed: so every epoch a run printed reaches MLflow."""
 import threading
 
 import ray
+
+from components.train.session import TrialStopped
 
 REPORT_WAIT_S = 1.0
 """Longest a driver's request for reports waits in the actor for a new one."""
@@ -26,10 +32,13 @@ class ReportQueue:
         self._reports: list[Report] = []
         self._taken = 0  # reports before self._reports[0], taken by the driver
         self._closed = False
+        self._last_taken = False
         self._changed = threading.Condition()
 
     def after_report(self, run_context: object, metrics: list[dict], checkpoint: object) -> None:
         with self._changed:
+            if self._last_taken:  # the driver was interrupted: not printed, not reported
+                raise TrialStopped
             self._reports.append((metrics[0], checkpoint))
             self._changed.notify_all()
 
@@ -51,11 +60,21 @@ class ReportQueue:
                 self._taken = count
             return list(self._reports), self._closed
 
+    def last(self, count: int) -> list[Report]:
+        """The reports after the first ``count``, taken for the last time:
+        the training raises :class:`~components.train.session.TrialStopped`
+        at its next report, before its epoch is printed, so that each epoch
+        it prints is among the reports the driver took."""
+        with self._changed:
+            self._last_taken = True
+            return self.after(count, 0.0)[0]
+
 
 class ReportRelay:
-    """Takes ``actor``'s reports (its ``reports_after`` method answers
-    :meth:`ReportQueue.after`) and hands each to ``callbacks``, called as
-    Ray Train's controller calls them, in the order they were made.
+    """Takes ``actor``'s reports (its ``reports_after`` and ``last_reports``
+    methods answer :meth:`ReportQueue.after` and :meth:`ReportQueue.last`)
+    and hands each to ``callbacks``, called as Ray Train's controller calls
+    them, in the order they were made.
 
     Args:
         actor (ray.actor.ActorHandle): The training actor.
@@ -77,13 +96,13 @@ class ReportRelay:
             self._pass_on(reports)
         return ray.get(training)
 
-    def flush(self, timeout: float) -> bool:
-        """Relays the reports made so far, waiting at most ``timeout``
-        seconds for the actor to answer (an interrupted run's, before the
-        actor is ended); whether it answered."""
+    def last_flush(self, timeout: float) -> bool:
+        """Relays the reports made so far and stops the training at its
+        next (:meth:`ReportQueue.last`), waiting at most ``timeout`` seconds
+        for the actor to answer (an interrupted run's, before the actor is
+        ended); whether it answered."""
         try:
-            reports, _ = ray.get(self.actor.reports_after.remote(self.relayed, 0.0),
-                                 timeout=timeout)
+            reports = ray.get(self.actor.last_reports.remote(self.relayed), timeout=timeout)
         except ray.exceptions.RayError:  # it died, or did not answer: nothing more to relay
             return False
         self._pass_on(reports)

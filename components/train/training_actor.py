@@ -9,8 +9,8 @@ to ``max_failures`` times by one that goes on from the newest complete
 checkpoint, every epoch logged once (the driver runs the callbacks on the
 actor's reports, :mod:`components.train.report_relay`, as Train's
 controller does, and :class:`~components.recording.epoch_logger.EpochLogger`
-skips the epochs MLflow holds), and an interrupt of the driver ending the
-actor, once the epochs it printed are in MLflow.
+skips the epochs MLflow holds), and an interrupt of the driver stopping the
+actor's training and ending the actor, once the epochs it printed are in MLflow.
 
 The actor's process spends most of its start importing torch, PyG and the
 training code (9 s of 12 on a slow 2-core day, against half a second for
@@ -35,6 +35,7 @@ from components.ray_cleanup import UNDELIVERED_NOTE, cleaned_up, ray_answers
 from components.recording.epoch_logger import EpochLogger
 from components.storage.location import Location
 from components.train.report_relay import Report, ReportQueue, ReportRelay
+from components.train.session import TrialStopped
 from components.train.trial_training import train_in_trial
 from components.train.workers import WorkerGroup
 from plnlp_core.choices import PART_KINDS
@@ -73,18 +74,26 @@ class TrainingActor:
         """Readies a kept actor for another training: its reports start anew."""
         self.reports = ReportQueue()
 
-    def train(self, loop_config: dict, folder: Location, cpus: int, use_gpu: bool) -> str:
-        """:func:`~components.train.trial_training.train_in_trial`, never stopped early."""
+    def train(self, loop_config: dict, folder: Location, cpus: int,
+              use_gpu: bool) -> str | None:
+        """:func:`~components.train.trial_training.train_in_trial`, stopped
+        early only by the driver's :meth:`last_reports` (then ``None``)."""
         reports = self.reports
         try:
             return train_in_trial(loop_config, folder, [reports], cpus, use_gpu,
                                   threading.Event())
+        except TrialStopped:  # an interrupted driver took its last reports
+            return None
         finally:
             reports.close()
 
     def reports_after(self, count: int, timeout: float) -> tuple[list[Report], bool]:
         """:meth:`~components.train.report_relay.ReportQueue.after`."""
         return self.reports.after(count, timeout)
+
+    def last_reports(self, count: int) -> list[Report]:
+        """:meth:`~components.train.report_relay.ReportQueue.last`."""
+        return self.reports.last(count)
 
 
 def fit_training_actor(loop_config: dict, workers: WorkerGroup, folder: Location,
@@ -95,7 +104,8 @@ def fit_training_actor(loop_config: dict, workers: WorkerGroup, folder: Location
     checkpoint. An actor that dies is replaced up to ``max_failures``
     times; an error the training raises ends the run at once, as its cause
     (it would happen again). An interrupt first delivers the reports the
-    actor holds (:func:`delivered_before_the_end`), then ends the actor
+    actor holds and stops its training (:func:`delivered_before_the_end`),
+    then ends the actor
     within :data:`~components.ray_cleanup.CLEANUP_CALL_S`. An actor that
     trained well is ended too, or kept for the next training (:func:`keepable`)."""
     restarts = 0
@@ -131,13 +141,14 @@ def fit_training_actor(loop_config: dict, workers: WorkerGroup, folder: Location
 
 def delivered_before_the_end(relay: ReportRelay, callbacks: list[ray.train.UserCallback],
                              interrupt: KeyboardInterrupt) -> None:
-    """Gives an interrupted run :data:`INTERRUPT_DELIVERY_S` to put the
-    epochs its actor printed into MLflow before the actor is ended. An
+    """Stops an interrupted run's training at its next report (before that
+    epoch is printed) and gives the run :data:`INTERRUPT_DELIVERY_S` to put
+    the epochs its actor printed into MLflow before the actor is ended. An
     actor that cannot be reached within :data:`ACTOR_ANSWER_S` (Ray ended
     with the driver, or an earlier clean-up call went unanswered) is named
     on ``interrupt``, as a note for the command's closing line."""
     deadline = time.monotonic() + INTERRUPT_DELIVERY_S
-    if not (ray_answers() and relay.flush(ACTOR_ANSWER_S)):
+    if not (ray_answers() and relay.last_flush(ACTOR_ANSWER_S)):
         interrupt.add_note(UNDELIVERED_NOTE)
     for logger in callbacks:
         if isinstance(logger, EpochLogger):

@@ -8,6 +8,7 @@ import pytest
 
 from components.train import report_relay
 from components.train.report_relay import ReportQueue, ReportRelay
+from components.train.session import TrialStopped
 
 
 def reported(queue: ReportQueue, *epochs: int) -> None:
@@ -47,6 +48,7 @@ class QueueActor:
 
     def __init__(self, queue: ReportQueue) -> None:
         self.reports_after = SimpleNamespace(remote=queue.after)
+        self.last_reports = SimpleNamespace(remote=queue.last)
 
 
 class Recorder:
@@ -90,17 +92,48 @@ def test_the_reports_before_a_failure_are_relayed_before_it_is_raised(local_get)
     assert [epoch for epoch, _ in recorder.seen] == [1, 2]
 
 
-def test_a_flush_relays_what_is_left_and_a_dead_actor_leaves_nothing_to_relay(local_get):
+def test_the_last_flush_relays_what_is_left_and_stops_the_training_at_its_next_report(
+        local_get):
     import ray
 
     queue, recorder = ReportQueue(), Recorder()
     relay = ReportRelay(QueueActor(queue), [recorder])
-    reported(queue, 1)
-    relay.flush(1.0)
-    reported(queue, 2, 3)
-    relay.flush(1.0)
+    reported(queue, 1, 2, 3)
+    assert relay.last_flush(1.0)
     assert [epoch for epoch, _ in recorder.seen] == [1, 2, 3]
-    dead = SimpleNamespace(reports_after=SimpleNamespace(
-        remote=lambda count, timeout: ray.exceptions.RayActorError()))
-    ReportRelay(dead, [recorder]).flush(1.0)
+    with pytest.raises(TrialStopped):
+        reported(queue, 4)
+    assert queue.after(3, 0.0) == ([], False)  # the refused report was not kept
+    dead = SimpleNamespace(last_reports=SimpleNamespace(
+        remote=lambda count: ray.exceptions.RayActorError()))
+    assert not ReportRelay(dead, [recorder]).last_flush(1.0)
     assert len(recorder.seen) == 3
+
+
+def train_reporting_then_printing(queue: ReportQueue, printed: list[int]) -> None:
+    """Short epochs, each reported, then printed (as EpochReporter does),
+    until the queue refuses a report."""
+    try:
+        for epoch in range(1, 1000):
+            reported(queue, epoch)
+            printed.append(epoch)
+            time.sleep(0.0005)
+    except TrialStopped:
+        pass
+    finally:
+        queue.close()
+
+
+def test_every_epoch_printed_before_or_after_the_last_flush_is_relayed(local_get):
+    """However the interrupted driver's last flush falls against a training
+    of short epochs, the epochs printed are those it relayed, once the
+    training ends, and the training stopped at its next report."""
+    for pause in (0.0, 0.001, 0.003, 0.01):
+        queue, recorder, printed = ReportQueue(), Recorder(), []
+        training = threading.Thread(target=train_reporting_then_printing, args=(queue, printed))
+        training.start()
+        time.sleep(pause)
+        ReportRelay(QueueActor(queue), [recorder]).last_flush(1.0)
+        training.join()
+        assert printed == [epoch for epoch, _ in recorder.seen]
+        assert len(printed) < 999
