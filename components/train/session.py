@@ -17,7 +17,9 @@ from components.storage.location import Location
 
 
 class TrialStopped(Exception):
-    """Raised in a trial's training when Tune stops the trial."""
+    """Raised in a training that is stopped: a trial's, when Tune stops the
+    trial, or a training actor's, when its interrupted driver took the last
+    reports (:meth:`~components.train.report_relay.ReportQueue.last`)."""
 
 
 class RayTrainSession:

@@ -1791,8 +1791,7 @@ def test_sigterm_to_the_whole_process_group_kills_the_run_within_seconds(ddi_roo
     argv, env, database = smoke_command(ddi_root, tmp_path, "epochs=200",
                                         *SHORT_EPOCHS, "checkpoint_every=1")
     with process_group(argv, env, tmp_path, tmp_path / "run.log") as process:
-        code, took = terminate_the_group_after_an_epoch(process, database,
-                                                        tmp_path / "run.log")
+        code, took = terminate_the_group_after_an_epoch(process, database, tmp_path / "run.log")
     lines = own_lines(tmp_path / "run.log")
     assert not any("Traceback" in line or "GCS" in line for line in lines), lines[-20:]
     err = [line for line in lines if line.startswith(("interrupted:", "error:"))]
@@ -1856,7 +1855,7 @@ def test_sigterm_to_a_sweep_s_whole_process_group_kills_its_runs_within_seconds(
             *set_flags(*SHORT_EPOCHS)]
     with process_group(argv, env, tmp_path, tmp_path / "sweep.log") as process:
         code, took = terminate_the_group_after_an_epoch(process, database,
-                                                           tmp_path / "sweep.log", within_s=240)
+                                                        tmp_path / "sweep.log", within_s=240)
     lines = own_lines(tmp_path / "sweep.log")
     assert not any("Traceback" in line or "GCS" in line for line in lines), lines[-20:]
     err = [line for line in lines if line.startswith(("interrupted:", "error:"))]
