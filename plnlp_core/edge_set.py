@@ -1,4 +1,6 @@
 """Constant-time membership tests for node pairs."""
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 
@@ -31,11 +33,13 @@ class EdgeSet:
 
     @classmethod
     def from_sorted_keys(cls, keys: Tensor, num_nodes: int, undirected: bool,
-                         table: Tensor | None = None) -> "EdgeSet":
+                         table: Tensor | Callable[[], Tensor] | None = None) -> "EdgeSet":
         r"""The set of the encoded pairs ``keys`` (:math:`u \cdot N + v`),
         already sorted and distinct, as a CSR's rows and columns are;
         ``table``, the dense table of exactly those keys where the caller
-        has it, is taken rather than made."""
+        has it, is taken rather than made, or a function that makes it,
+        called at the first read of :attr:`table` (queries search the keys
+        until then)."""
         edge_set = cls.__new__(cls)
         edge_set.num_nodes, edge_set.undirected = num_nodes, undirected
         edge_set._index(keys, table)
@@ -58,17 +62,36 @@ class EdgeSet:
             return cls.from_sorted_keys(rows * n + adj.col_indices(), n, undirected)
         edge_set = cls.__new__(cls)
         edge_set.num_nodes, edge_set.undirected = n, undirected
-        edge_set.keys, edge_set.table = None, None
+        edge_set.keys, edge_set._table = None, None
         edge_set.rows = (adj.crow_indices(), adj.col_indices())
         return edge_set
 
-    def _index(self, keys: Tensor, table: Tensor | None = None) -> None:
-        self.keys, self.table, self.rows = keys, None, None
-        if self.num_nodes**2 <= self.DENSE_LIMIT:
-            self.table = table
+    def _index(self, keys: Tensor, table: Tensor | Callable[[], Tensor] | None = None) -> None:
+        self.keys, self._table, self.rows = keys, None, None
+        if self.dense:
+            self._table = table
             if table is None:
-                self.table = torch.zeros(self.num_nodes**2, dtype=torch.bool, device=keys.device)
-                self.table[keys] = True
+                self._table = torch.zeros(self.num_nodes**2, dtype=torch.bool, device=keys.device)
+                self._table[keys] = True
+
+    @property
+    def dense(self) -> bool:
+        """Whether the set has a dense table of all :math:`N^2` pairs, made
+        or to be made (at most :attr:`DENSE_LIMIT` of them)."""
+        return self.num_nodes**2 <= self.DENSE_LIMIT and self.rows is None
+
+    @property
+    def table(self) -> Tensor | None:
+        """The dense bool table ``[N * N]``, made now if it was deferred;
+        ``None`` past :attr:`DENSE_LIMIT` pairs."""
+        if callable(self._table):
+            self._table = self._table()
+        return self._table
+
+    @property
+    def table_made(self) -> bool:
+        """Whether :attr:`table` is there without making it."""
+        return isinstance(self._table, Tensor)
 
     def _encode(self, pairs: Tensor) -> Tensor:
         return pairs[:, 0].long() * self.num_nodes + pairs[:, 1].long()
@@ -92,7 +115,7 @@ class EdgeSet:
             self.rows = tuple(part.to(device) for part in self.rows)
             return self
         self.keys = self.keys.to(device)
-        self.table = None if self.table is None else self.table.to(device)
+        self._table = None if self.table is None else self.table.to(device)
         return self
 
     def contains(self, pairs: Tensor) -> Tensor:
@@ -101,8 +124,8 @@ class EdgeSet:
 
     def contains_keys(self, keys: Tensor) -> Tensor:
         r"""A bool mask: which encoded pairs :math:`u \cdot N + v` are edges."""
-        if self.table is not None:
-            return self.table[keys]
+        if self.table_made:
+            return self._table[keys]
         if self.rows is not None:
             return self._in_rows(keys)
         if self.keys.numel() == 0:

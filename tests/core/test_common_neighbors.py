@@ -9,6 +9,7 @@ from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
 from plnlp_core.graph import build_adjacency
 from plnlp_core.nn import EdgeLevelModel
+from plnlp_core.nn.edge_level import common_neighbors
 from plnlp_core.nn.edge_level.bit_rows import BitRows, dense_common_neighbor_sum
 from plnlp_core.nn.edge_level.common_neighbors import (
     AdjacencyLookup,
@@ -16,6 +17,7 @@ from plnlp_core.nn.edge_level.common_neighbors import (
     dense_is_cheaper,
     path3_counts,
     remove_edges,
+    summing_way,
 )
 from plnlp_core.scoring.evaluation import evaluate
 from plnlp_core.training.epoch import StepOptions, draw_batch, train_step
@@ -327,9 +329,11 @@ def test_the_bit_rows_product_equals_the_dense_reference_kept_or_made_again(
     assert_sum_close(grad, mask.t(), weights)
 
 
-def test_under_bfloat16_autocast_the_dense_product_runs_in_bfloat16_with_exact_rows():
+def test_under_bfloat16_autocast_the_dense_product_runs_in_bfloat16_with_exact_rows(monkeypatch):
     """The 0/1 rows are exact in bfloat16: on integer vectors the sums are
-    exact below 256; fp32 outside autocast."""
+    exact below 256; fp32 outside autocast. (The dense way, as on a CPU
+    with int8 matrix units.)"""
+    monkeypatch.setattr(common_neighbors, "int8_products", lambda device: True)
     edges = random_graph(60, 900, 8)
     adj, _ = build_adjacency(edges, 60)
     lookup = AdjacencyLookup(adj)
@@ -347,6 +351,27 @@ def test_under_bfloat16_autocast_the_dense_product_runs_in_bfloat16_with_exact_r
         total, _ = common_neighbor_sum(lookup, h, pairs)
     assert not torch.equal(total, mask @ h)
     torch.testing.assert_close(total, mask @ h, rtol=2**-7, atol=0)
+
+
+def test_without_int8_units_a_cpu_sums_lists_exactly_in_fp32_under_bfloat16_too(monkeypatch):
+    """Where bfloat16 is not native, the lists' sums stay fp32: the same
+    as the fp32 reference, forward and backward, under autocast too."""
+    monkeypatch.setattr(common_neighbors, "int8_products", lambda device: False)
+    edges = random_graph(60, 900, 8)
+    adj, _ = build_adjacency(edges, 60)
+    lookup = AdjacencyLookup(adj)
+    pairs = some_pairs(edges, 60, 8)
+    assert dense_is_cheaper(lookup, pairs) and summing_way(lookup, pairs) == "lists"
+    h = (torch.rand(60, 4) + 1.0).requires_grad_()
+    mask = dense(edges, 60)[pairs[:, 0]] * dense(edges, 60)[pairs[:, 1]]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        total, count = common_neighbor_sum(lookup, h, pairs)
+    assert total.dtype == torch.float32
+    torch.testing.assert_close(total, mask @ h.detach())
+    torch.testing.assert_close(count, mask.sum(1).long())
+    weights = torch.randn(total.shape)
+    grad, = torch.autograd.grad((total * weights).sum(), h)
+    torch.testing.assert_close(grad, mask.t() @ weights)
 
 
 def test_a_cpu_chunk_of_rows_is_a_quarter_of_the_last_level_cache_at_most_8_mib(tmp_path):

@@ -15,6 +15,7 @@ pairs. A test is one lookup in a dense table of all :math:`N^2` pairs on
 small graphs (as :class:`plnlp_core.edge_set.EdgeSet`), else one
 :func:`torch.searchsorted` over the CSR's sorted keys :math:`uN + v`.
 """
+import functools
 from collections.abc import Callable
 
 import torch
@@ -23,6 +24,7 @@ from torch import Tensor
 from plnlp_core.edge_set import EdgeSet
 from plnlp_core.nn.edge_level.bit_rows import BitRows, dense_common_neighbor_sum, free_memory
 from plnlp_core.nn.edge_level.common_neighbor_lists import CommonNeighborLists
+from plnlp_core.nn.edge_level.fixed_point import int8_products
 from plnlp_core.nn.edge_level.pair_memo import PairMemo
 from plnlp_core.nn.edge_level.path_counts import TABLE_MEMORY_SHARE, SquaredAdjacency
 
@@ -53,7 +55,7 @@ class AdjacencyLookup:
             keys = _rows(self.crow) * self.num_nodes + self.col
             edge_set = EdgeSet.from_sorted_keys(keys, self.num_nodes, undirected=True)
         self.edge_set = edge_set
-        self.keys, self.table = self.edge_set.keys, self.edge_set.table
+        self.keys = self.edge_set.keys
         self._make_bit_rows = bit_rows  # no lambda of self here: a cycle waits for the collector
         self._bit_rows: BitRows | None = None
         self.memo = PairMemo()
@@ -63,6 +65,12 @@ class AdjacencyLookup:
         self._squared: SquaredAdjacency | None = None
         self._squared_fits: bool | None = None
         self._edge_path3: Tensor | None = None
+
+    @property
+    def table(self) -> Tensor | None:
+        """The edge set's dense table (:attr:`EdgeSet.table`), made on first
+        read where it was deferred; ``None`` on a large graph."""
+        return self.edge_set.table
 
     def dense(self) -> Tensor:
         """The adjacency as a dense bool matrix ``[N, N]`` (the table's view)."""
@@ -88,9 +96,8 @@ class AdjacencyLookup:
         if removed is None:
             return AdjacencyLookup(adj, self.edge_set, self.bit_rows)
         table = None
-        if self.table is not None:
-            table = self.table.clone()
-            table[removed] = False
+        if self.edge_set.dense:
+            table = functools.partial(_cleared, self.edge_set, removed)
         edge_set = EdgeSet.from_sorted_keys(self.keys.index_select(0, kept), self.num_nodes,
                                             undirected=True, table=table)
         reduced = AdjacencyLookup(adj, edge_set, lambda: self.bit_rows().without(removed))
@@ -103,7 +110,7 @@ class AdjacencyLookup:
         :data:`~plnlp_core.nn.edge_level.path_counts.TABLE_MEMORY_SHARE` of
         the free memory; else ``None``."""
         if self._squared_fits is None:
-            self._squared_fits = self.table is not None and (
+            self._squared_fits = self.edge_set.dense and (
                 SquaredAdjacency.nbytes(self.num_nodes)
                 <= TABLE_MEMORY_SHARE * free_memory(self.col.device))
         if self._squared_fits and self._squared is None:
@@ -124,6 +131,13 @@ class AdjacencyLookup:
             counts[torch.searchsorted(self.keys, v[upper] * n + u[upper])] = half
             self._edge_path3 = counts
         return self._edge_path3
+
+
+def _cleared(edge_set: EdgeSet, removed: Tensor) -> Tensor:
+    """A copy of ``edge_set``'s dense table without the keys ``removed``."""
+    table = edge_set.table.clone()
+    table[removed] = False
+    return table
 
 
 def _rows(crow: Tensor) -> Tensor:
@@ -236,26 +250,28 @@ def common_neighbor_index(
 
 
 def common_neighbor_sum(lookup: AdjacencyLookup, h: Tensor, pairs: Tensor,
-                        max_candidates: int = MAX_CANDIDATES) -> tuple[Tensor, Tensor]:
+                        max_candidates: int = MAX_CANDIDATES,
+                        rows: Callable[[Tensor], Tensor] | None = None) -> tuple[Tensor, Tensor]:
     r"""The sum of the common neighbours' vectors and their number,
 
     .. math::
-        \mathbf{c}_{ij} = \sum_{k \in N(i) \cap N(j)} \mathbf{h}_k
-        = \big((\mathbf{A}_{i} \odot \mathbf{A}_{j}) \mathbf{H}\big), \qquad
+        \mathbf{c}_{ij} = \sum_{k \in N(i) \cap N(j)} f(\mathbf{h}_k)
+        = \big((\mathbf{A}_{i} \odot \mathbf{A}_{j}) f(\mathbf{H})\big), \qquad
         n_{ij} = |N(i) \cap N(j)|,
 
-    by whichever of two ways costs less (:func:`dense_is_cheaper`): as one
-    sparse product :math:`\mathbf{S} \mathbf{H}`, where :math:`\mathbf{S}`
-    (``[M, N]``, CSR) marks the common neighbours found by
-    :func:`common_neighbor_index` (backward :math:`\mathbf{S}^\top
-    \mathbf{G}`), in fp32; or, on small dense graphs such as ogbl-ddi (a
-    quarter of a pair's candidates are common neighbours there), as one
-    dense product per chunk of pairs from the graph's bit rows
-    (:func:`dense_common_neighbor_sum`), in bfloat16 under bfloat16
-    autocast (the 0/1 rows are exact; :math:`\mathbf{H}` and the sums are
-    rounded as autocast rounds a linear layer's) and in fp32 otherwise.
-    For pairs the graph's memo remembers, their lists
-    (:class:`CommonNeighborLists`), made once, are summed in fp32.
+    with ``rows`` a row-wise map :math:`f` (the identity by default), in one
+    of three ways (:func:`summing_way`): over the lists of
+    :func:`cpu_common_neighbor_lists`, in fp32, with :math:`f` applied to
+    the rows the lists name alone where they are few (on a sparse graph a
+    step's common neighbours are a few hundred of its nodes); as dense
+    products of the graph's bit rows (:func:`dense_common_neighbor_sum`), in
+    bfloat16 under bfloat16 autocast (the 0/1 rows are exact;
+    :math:`\mathbf{H}` and the sums are rounded as autocast rounds a linear
+    layer's) and in fp32 otherwise; or as one sparse product
+    :math:`\mathbf{S} \mathbf{H}`, where :math:`\mathbf{S}` (``[M, N]``,
+    CSR) marks the common neighbours found by :func:`common_neighbor_index`.
+    For pairs the graph's memo remembers, their lists, made once, are
+    summed in fp32.
 
     Returns:
         :math:`\mathbf{C}`, shape ``[M, C]``, and :math:`n`, shape ``[M]``.
@@ -265,27 +281,69 @@ def common_neighbor_sum(lookup: AdjacencyLookup, h: Tensor, pairs: Tensor,
         lists = lookup.memo.get(pairs, "common_neighbors",
                                 lambda: common_neighbor_lists(lookup, pairs, max_candidates),
                                 lambda: CommonNeighborLists.max_bytes(lookup.degree, pairs))
-        if lists is not None:
-            return lists.sum(h.float()), lists.count
-        if dense_is_cheaper(lookup, pairs):
-            return dense_common_neighbor_sum(lookup.bit_rows(), h, pairs, dtype)
-        rows, nodes = common_neighbor_index(lookup, pairs, max_candidates)
+        way = "lists" if lists is not None else summing_way(lookup, pairs)
+        if way == "lists":
+            if lists is None:
+                lists = cpu_common_neighbor_lists(lookup, pairs)
+            return lists.sum(h.float(), rows), lists.count
+    x = h if rows is None else rows(h)
+    with torch.autocast(h.device.type, enabled=False):
+        if way == "dense":
+            return dense_common_neighbor_sum(lookup.bit_rows(), x, pairs, dtype)
+        row_of, nodes = common_neighbor_index(lookup, pairs, max_candidates)
         m = pairs.size(0)
-        count = torch.bincount(rows, minlength=m)
+        count = torch.bincount(row_of, minlength=m)
         crow = torch.cat([count.new_zeros(1), count.cumsum(0)])
         select = torch.sparse_csr_tensor(crow, nodes, torch.ones(nodes.numel(), device=h.device),
                                          (m, h.size(0)))
-        return torch.sparse.mm(select, h.float()), count
+        return torch.sparse.mm(select, x.float()), count
+
+
+def summing_way(lookup: AdjacencyLookup, pairs: Tensor) -> str:
+    r"""How :func:`common_neighbor_sum` sums: ``"dense"``, the bit-row
+    products, where :func:`dense_is_cheaper` on a GPU and on a CPU with int8
+    matrix units (:func:`~plnlp_core.nn.edge_level.fixed_point.int8_products`,
+    where they took 0.72 s with their backward on ogbl-ddi's 131,072 pairs,
+    one thread of a Sapphire Rapids Xeon); ``"lists"``, the compiled lists
+    of :func:`cpu_common_neighbor_lists`, on every other CPU (the same
+    pairs: 1.1 s against the dense way's 5.1 s in fp32, one thread of an AMD
+    EPYC without AMX, where bfloat16 is not native either); ``"walk"``, the
+    CSR walk and a sparse product, on a GPU elsewhere."""
+    on_cpu = pairs.device.type == "cpu"
+    if dense_is_cheaper(lookup, pairs) and (not on_cpu or int8_products(pairs.device)):
+        return "dense"
+    return "lists" if on_cpu else "walk"
 
 
 def common_neighbor_lists(lookup: AdjacencyLookup, pairs: Tensor,
                           max_candidates: int = MAX_CANDIDATES) -> CommonNeighborLists:
-    """The common neighbours of ``pairs`` as lists, found from the bit rows
-    where :func:`dense_is_cheaper`, else by the CSR walk."""
+    """The common neighbours of ``pairs`` as lists: on CPUs by
+    :func:`cpu_common_neighbor_lists`; on a GPU from the bit rows where
+    :func:`dense_is_cheaper`, else by the CSR walk."""
+    if pairs.device.type == "cpu":
+        return cpu_common_neighbor_lists(lookup, pairs)
     if dense_is_cheaper(lookup, pairs):
         return CommonNeighborLists.from_bit_rows(lookup.bit_rows(), pairs)
     rows, nodes = common_neighbor_index(lookup, pairs, max_candidates)
     return CommonNeighborLists.from_index(rows, nodes, pairs.size(0))
+
+
+TABLE_TESTS = 1 / 16
+r"""A pair set's membership tests (:math:`\sum_t \min(d_{i_t}, d_{j_t})`)
+past this share of :math:`N^2` read the graph's dense table, made for them
+if need be (a byte a possible pair); fewer merge the CSR rows."""
+
+
+def cpu_common_neighbor_lists(lookup: AdjacencyLookup, pairs: Tensor) -> CommonNeighborLists:
+    """:meth:`CommonNeighborLists.from_csr` of the graph of ``lookup``, its
+    dense table tested where it is made already or the pairs' tests are
+    past :data:`TABLE_TESTS` of it."""
+    edge_set, table = lookup.edge_set, None
+    if edge_set.dense:
+        tests = int(torch.minimum(lookup.degree[pairs[:, 0]], lookup.degree[pairs[:, 1]]).sum())
+        if edge_set.table_made or tests >= TABLE_TESTS * lookup.num_nodes**2:
+            table = edge_set.table
+    return CommonNeighborLists.from_csr(lookup.crow, lookup.col, pairs, table)
 
 
 DENSE_ROW_COST = 12
@@ -301,7 +359,7 @@ def dense_is_cheaper(lookup: AdjacencyLookup, pairs: Tensor) -> bool:
     products beats the CSR walk: the graph has a dense table (at most
     :attr:`EdgeSet.DENSE_LIMIT` pairs) and :math:`N` is below
     :data:`DENSE_ROW_COST` times the pairs' mean :math:`\min(d_i, d_j)`."""
-    if lookup.table is None or pairs.size(0) == 0:
+    if not lookup.edge_set.dense or pairs.size(0) == 0:
         return False
     work = torch.minimum(lookup.degree[pairs[:, 0]], lookup.degree[pairs[:, 1]])
     return lookup.num_nodes < DENSE_ROW_COST * float(work.float().mean())

@@ -88,11 +88,17 @@ class NCNPredictor(nn.Module):
         with torch.autocast(h.device.type, enabled=False):
             h = h.float()
             hadamard = h.index_select(0, pairs[:, 0]) * h.index_select(0, pairs[:, 1])
-            x = h if self.xlin is None else h + self.xlin(h)
-        common, _ = common_neighbor_sum(lookup, x, pairs)
+        rows = None if self.xlin is None else self._common_input
+        common, _ = common_neighbor_sum(lookup, h, pairs, rows=rows)
         with torch.autocast(h.device.type, enabled=False):
             combined = self.cn(common.float()) * self.beta + self.ij(hadamard)
             return self.lin(combined).squeeze(-1)
+
+    def _common_input(self, h: Tensor) -> Tensor:
+        """:math:`\\mathbf{x}'` of the rows ``h`` (fp32), which the common
+        neighbours' sum reads: row-wise, so made for those rows alone."""
+        with torch.autocast(h.device.type, enabled=False):
+            return h + self.xlin(h)
 
     def __repr__(self) -> str:
         return f"NCNPredictor(xlin={self.xlin is not None}, beta={float(self.beta):.3g})"
