@@ -1,6 +1,8 @@
 import torch
 from torch import Tensor, nn
 
+from plnlp_core.nn.relu_dropout import dropout_multipliers
+
 
 class InputProjection(nn.Module):
     r"""A linear map of dropped-out node features, the input layer NCN puts
@@ -12,9 +14,10 @@ class InputProjection(nn.Module):
 
     computed from the non-zero entries of :math:`\mathbf{X}` alone: dropout
     of a zero is zero, so dropping each non-zero entry with probability
-    :math:`p` (and scaling the kept by :math:`1 / (1 - p)`) is dropout of
-    the whole row, and :math:`\mathbf{W} \mathrm{drop}_p(\mathbf{x}_i)` is a
-    weighted sum of :math:`\mathbf{W}`'s columns (one ``embedding_bag``).
+    :math:`p` and scaling the kept by :math:`1 / (1 - p)`
+    (:func:`~plnlp_core.nn.relu_dropout.dropout_multipliers`) is dropout of
+    the whole row, and :math:`\mathbf{W} \mathrm{drop}_p(\mathbf{x}_i)` is
+    a weighted sum of :math:`\mathbf{W}`'s columns (one ``embedding_bag``).
     A bag of words (Cora: 1.3 % of its entries) costs its words, not its
     vocabulary, forward and backward: the weight's gradient
     :math:`\partial \mathcal{L} / \partial \mathbf{W}_{f} = \sum_{i} x_{if}
@@ -63,7 +66,8 @@ class InputProjection(nn.Module):
         entries = self.entries(x)
         values = entries.values
         if self.training and self.dropout > 0:
-            values = nn.functional.dropout(values, self.dropout, True)
+            values = values * dropout_multipliers(values.shape, self.dropout, values.device,
+                                                  values.dtype)
         out = _SparseProduct.apply(self.weight, entries, values.to(self.weight.dtype))
         return out if self.bias is None else out + self.bias
 

@@ -13,15 +13,24 @@ def random_levels(shape: torch.Size, device: torch.device) -> Tensor:
     return words.view(torch.int16)[:count].view(shape).bitwise_and_(_LEVELS - 1)
 
 
+def dropout_multipliers(shape: torch.Size, p: float, device: torch.device,
+                        dtype: torch.dtype) -> Tensor:
+    r"""Dropout's multipliers :math:`m_k / (1 - p')`, :math:`m_k \sim
+    \mathrm{Bernoulli}(1 - p')`, with :math:`p'` the drop rate ``p`` rounded
+    to a multiple of :math:`2^{-15}`, in ``dtype``: a product with them is
+    dropout, in one dtype (a mixed-dtype product is 20x slower on CPUs)."""
+    threshold = round(p * _LEVELS)
+    return random_levels(shape, device).ge_(threshold).to(dtype).mul_(
+        _LEVELS / (_LEVELS - threshold))
+
+
 class _ReLUDropout(torch.autograd.Function):
     @staticmethod
     def forward(ctx: torch.autograd.function.FunctionCtx, x: Tensor, p: float) -> Tensor:
-        threshold = round(p * _LEVELS)
-        scale = _LEVELS / (_LEVELS - threshold)
-        keep = random_levels(x.shape, x.device).ge_(threshold).to(x.dtype).mul_(scale)
-        out = x.clamp(min=0).mul_(keep)  # one dtype: a mixed-dtype product is 20x slower on CPUs
+        keep = dropout_multipliers(x.shape, p, x.device, x.dtype)
+        out = x.clamp(min=0).mul_(keep)
         ctx.save_for_backward(out)
-        ctx.scale = scale
+        ctx.scale = _LEVELS / (_LEVELS - round(p * _LEVELS))
         return out
 
     @staticmethod

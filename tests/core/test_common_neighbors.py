@@ -374,6 +374,56 @@ def test_without_int8_units_a_cpu_sums_lists_exactly_in_fp32_under_bfloat16_too(
     torch.testing.assert_close(grad, mask.t() @ weights)
 
 
+def test_a_row_wise_map_of_the_named_rows_alone_sums_and_steps_as_of_every_row():
+    """NCN's xlin reads only the common neighbours' rows: on a sparse graph
+    the lists name few of them, and the sums and the gradients (of the node
+    vectors and of the map's weights) are those of the map of every row."""
+    edges = random_graph(400, 300, 5)
+    adj, _ = build_adjacency(edges, 400)
+    lookup = AdjacencyLookup(adj)
+    pairs = some_pairs(edges, 400, 5)
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(6, 6)
+    h = torch.randn(400, 6, requires_grad=True)
+
+    def rows(x: torch.Tensor) -> torch.Tensor:
+        return x + torch.tanh(layer(x))
+
+    lists = common_neighbors.cpu_common_neighbor_lists(lookup, pairs)
+    assert lists.named_rows(400)[0].numel() < 100  # a few rows of 400
+    total, count = common_neighbor_sum(lookup, h, pairs, rows=rows)
+    mask = dense(edges, 400)[pairs[:, 0]] * dense(edges, 400)[pairs[:, 1]]
+    reference = mask @ rows(h)
+    torch.testing.assert_close(total, reference)
+    weights = torch.randn(total.shape)
+    got = torch.autograd.grad((total * weights).sum(), [h, layer.weight])
+    expected = torch.autograd.grad((reference * weights).sum(), [h, layer.weight])
+    for a, b in zip(got, expected, strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_the_lists_backward_repeats_to_the_digit_on_any_number_of_threads():
+    """Each channel's gradient is added in the pairs' order by one thread."""
+    edges = random_graph(300, 6000, 6)
+    adj, _ = build_adjacency(edges, 300)
+    lookup = AdjacencyLookup(adj)
+    pairs = some_pairs(edges, 300, 6)
+    h = torch.randn(300, 96, requires_grad=True)
+    weights = torch.randn(pairs.size(0), 96)
+    threads = torch.get_num_threads()
+    grads = []
+    try:
+        for count in (1, 2, 3):
+            torch.set_num_threads(count)
+            total = common_neighbors.cpu_common_neighbor_lists(lookup, pairs).sum(h)
+            grads.append(torch.autograd.grad((total * weights).sum(), h)[0])
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(grads[0], grads[1]) and torch.equal(grads[0], grads[2])
+    mask = dense(edges, 300)[pairs[:, 0]] * dense(edges, 300)[pairs[:, 1]]
+    torch.testing.assert_close(grads[0], mask.t() @ weights, rtol=1e-5, atol=1e-4)
+
+
 def test_a_cpu_chunk_of_rows_is_a_quarter_of_the_last_level_cache_at_most_8_mib(tmp_path):
     from plnlp_core.nn.edge_level.bit_rows import chunk_bytes, last_level_cache_bytes
 

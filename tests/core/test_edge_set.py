@@ -85,3 +85,26 @@ def test_a_set_on_a_csr_answers_as_the_set_of_its_edges(lookup):
 def test_a_set_on_an_empty_csr_contains_nothing():
     adj, _ = build_adjacency(torch.empty(0, 2, dtype=torch.long), 4)
     assert not EdgeSet.from_csr(adj, undirected=True).contains(torch.tensor([[0, 1]])).any()
+
+
+def test_a_deferred_table_is_made_once_at_its_first_read_and_queries_search_keys_before(lookup):
+    """Past the dense limit the set has no table to make."""
+    edges = torch.tensor([[0, 1], [1, 2], [3, 4]])
+    full = EdgeSet(edges, 6, undirected=True)
+    made = []
+
+    def make() -> torch.Tensor:
+        made.append(1)
+        return full.table.clone()
+
+    deferred = EdgeSet.from_sorted_keys(full.keys, 6, undirected=True, table=make)
+    queries = torch.tensor([[1, 0], [2, 1], [0, 2], [4, 3], [5, 5]])
+    assert deferred.contains(queries).tolist() == [True, True, False, True, False]
+    assert not made and not deferred.table_made
+    if lookup != "dense table":
+        assert not deferred.dense and deferred.table is None and not made
+        return
+    assert deferred.dense
+    assert torch.equal(deferred.table, full.table) and deferred.table_made
+    assert torch.equal(deferred.table, full.table) and made == [1]
+    assert deferred.contains(queries).tolist() == [True, True, False, True, False]

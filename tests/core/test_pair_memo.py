@@ -61,6 +61,27 @@ def test_lists_from_the_bit_rows_are_those_of_the_csr_walk():
     assert CommonNeighborLists.max_bytes(lookup.degree, pairs) >= 4 * walked.nodes.numel()
 
 
+@pytest.mark.parametrize("with_table", [True, False])
+@pytest.mark.parametrize("seed,num_nodes,num_edges", [(3, 50, 500), (4, 200, 300), (5, 9, 0)])
+def test_lists_of_the_compiled_loops_are_those_of_the_csr_walk(seed, num_nodes, num_edges,
+                                                               with_table):
+    """Tested in the dense table or by merging CSR rows, on dense, sparse
+    and edgeless graphs: the same counts and the same ascending lists."""
+    edges = random_graph(num_nodes, num_edges, seed) if num_edges else torch.zeros(
+        0, 2, dtype=torch.long)
+    adj, _ = build_adjacency(edges, num_nodes)
+    lookup = AdjacencyLookup(adj)
+    pairs = torch.randint(num_nodes, (300, 2), generator=torch.Generator().manual_seed(seed))
+    if num_edges:
+        pairs = torch.cat([pairs, edges[:100]])
+    compiled = CommonNeighborLists.from_csr(lookup.crow, lookup.col, pairs,
+                                            lookup.table if with_table else None)
+    walked = CommonNeighborLists.from_index(*common_neighbor_index(lookup, pairs), pairs.size(0))
+    assert torch.equal(compiled.count, walked.count)
+    assert torch.equal(compiled.nodes, walked.nodes) and compiled.nodes.dtype == torch.int32
+    assert torch.equal(compiled.offsets, walked.offsets)
+
+
 def test_a_memo_serves_only_the_pair_set_it_was_asked_to_remember():
     edges = random_graph(40, 300, 4)
     adj, _ = build_adjacency(edges, 40)
@@ -154,6 +175,7 @@ def test_a_graph_without_some_edges_is_looked_up_as_one_made_anew(bit_rows_first
     reduced = lookup.without(pairs)
     anew = AdjacencyLookup(remove_edges(lookup, pairs))
     assert torch.equal(reduced.adj.to_dense(), anew.adj.to_dense())
+    assert not reduced.edge_set.table_made  # made when first read
     assert torch.equal(reduced.keys, anew.keys) and torch.equal(reduced.table, anew.table)
     assert torch.equal(reduced.degree, anew.degree)
     assert torch.equal(reduced.bit_rows().bits, anew.bit_rows().bits)

@@ -3,7 +3,21 @@ kept, and the gradient of what it computed."""
 import pytest
 import torch
 
-from plnlp_core.nn.relu_dropout import relu_dropout
+from plnlp_core.nn.relu_dropout import random_levels, relu_dropout
+
+
+def test_random_levels_are_uniform_over_15_bits_in_every_place_of_a_draw():
+    """Four entries come from one int64 draw: each place, the top one too,
+    spans 0 .. 32767 evenly."""
+    torch.manual_seed(0)
+    levels = random_levels(torch.Size([200_000, 4]), torch.device("cpu"))
+    assert levels.dtype == torch.int16
+    for place in range(4):
+        column = levels[:, place].int()
+        assert int(column.min()) == 0 and int(column.max()) == 32767
+        assert float(column.float().mean()) == pytest.approx(16383.5, rel=0.01)
+        assert float((column >= 16384).float().mean()) == pytest.approx(0.5, abs=0.005)
+    assert random_levels(torch.Size([3, 5]), torch.device("cpu")).shape == (3, 5)  # not of 4
 
 
 def test_drops_about_p_of_the_positive_entries_and_keeps_the_expectation():

@@ -41,9 +41,7 @@ class EdgeLevelModel(PLNLPModel):
     edge by itself, anew in every encoder layer and in the predictor, and
     scales the kept entries by :math:`1/(1-p)`; here one symmetric draw
     serves the step's encoder and pair terms alike, unscaled (the common
-    neighbours are sets). Evaluation never drops edges. A step's groups
-    share its node input :math:`\mathbf{h}^{(0)}` (one draw of its dropout,
-    as a step of one group has), each encoded on its own graph.
+    neighbours are sets). Evaluation never drops edges.
 
     A GCN encoder's normalised adjacency is not cached here: the graph
     changes at every step.
@@ -98,6 +96,5 @@ class EdgeLevelModel(PLNLPModel):
             lookup = lookup.without(dropped_edges(lookup, self.edge_dropout))
         if not (self.training and self.target_edge_removal):
             return self.predictor(self.encode(x, lookup.adj), pairs, lookup)
-        h0 = self.node_input(x)  # one input, and one draw of its dropout, for every group
         return self.score_without_targets(lookup, pairs, lambda reduced, group: self.predictor(
-            self.encoder(h0, reduced.adj), group, reduced))
+            self.encode(x, reduced.adj), group, reduced))
