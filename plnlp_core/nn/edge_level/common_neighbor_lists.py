@@ -152,8 +152,7 @@ class _ListSum(torch.autograd.Function):
                  grad: Tensor) -> tuple[Tensor, None, None]:
         grad = grad.float().contiguous()
         out = grad.new_zeros(ctx.num_nodes, grad.size(1))
-        threads = intersection.use_threads(torch.get_num_threads())
-        blocks = max(threads, grad.size(1) // intersection.BLOCK_CHANNELS)
+        blocks = intersection.use_threads(torch.get_num_threads())
         intersection.scatter_sums(ctx.nodes.numpy(), ctx.bounds.numpy(), grad.numpy(),
                                   out.numpy(), blocks)
         ctx.nodes = ctx.bounds = None
