@@ -25,6 +25,7 @@ from components.train.stored_checkpoints import (
 )
 from components.train.walk_rounds import ParquetWalkRounds
 from plnlp_core.config import PLNLPConfig
+from plnlp_core.nn.edge_level.common_neighbors import summing_choice
 from plnlp_core.training.experiment import prepare_experiment, run_experiment
 from plnlp_core.training.fit_state import FitState
 
@@ -64,6 +65,9 @@ def train_with(loop_config: dict, session: "RayTrainSession | TrialSession") -> 
         world_size)
     experiment = prepare_experiment(config, split, rounds, rank, world_size, adjacency)
     mark("experiment", startup)
+    if rank == 0 and config.encoder_level == "edge":  # shown with --verbose
+        print("edge level: common neighbours summed by "
+              f"{summing_choice(experiment.graph.positives.device)}", flush=True)
     experiment.model = session.prepare_model(experiment.model)
     checkpoint, delivered, stale = latest_checkpoint(session)
     resume, history, epoch_ends = _restore(checkpoint, rank)

@@ -9,7 +9,7 @@ from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
 from plnlp_core.graph import build_adjacency
 from plnlp_core.nn import EdgeLevelModel
-from plnlp_core.nn.edge_level import common_neighbors
+from plnlp_core.nn.edge_level import common_neighbors, intersection
 from plnlp_core.nn.edge_level.bit_rows import BitRows, dense_common_neighbor_sum
 from plnlp_core.nn.edge_level.common_neighbors import (
     AdjacencyLookup,
@@ -402,8 +402,10 @@ def test_a_row_wise_map_of_the_named_rows_alone_sums_and_steps_as_of_every_row()
         torch.testing.assert_close(a, b)
 
 
-def test_the_lists_backward_repeats_to_the_digit_on_any_number_of_threads():
-    """Each channel's gradient is added in the pairs' order by one thread."""
+def test_the_lists_backward_repeats_to_the_digit_on_any_number_of_threads(monkeypatch):
+    """Each channel's gradient is added in the pairs' order by one thread
+    (the loops run in parallel from the first pair here)."""
+    monkeypatch.setattr(intersection, "PARALLEL_PAIRS", 0)
     edges = random_graph(300, 6000, 6)
     adj, _ = build_adjacency(edges, 300)
     lookup = AdjacencyLookup(adj)

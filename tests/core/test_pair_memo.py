@@ -9,6 +9,7 @@ from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.edge_set import EdgeSet
 from plnlp_core.graph import build_adjacency
+from plnlp_core.nn.edge_level import intersection
 from plnlp_core.nn.edge_level.common_neighbor_lists import CommonNeighborLists
 from plnlp_core.nn.edge_level.common_neighbors import (
     AdjacencyLookup,
@@ -61,12 +62,16 @@ def test_lists_from_the_bit_rows_are_those_of_the_csr_walk():
     assert CommonNeighborLists.max_bytes(lookup.degree, pairs) >= 4 * walked.nodes.numel()
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("with_table", [True, False])
 @pytest.mark.parametrize("seed,num_nodes,num_edges", [(3, 50, 500), (4, 200, 300), (5, 9, 0)])
 def test_lists_of_the_compiled_loops_are_those_of_the_csr_walk(seed, num_nodes, num_edges,
-                                                               with_table):
+                                                               with_table, threads, monkeypatch):
     """Tested in the dense table or by merging CSR rows, on dense, sparse
-    and edgeless graphs: the same counts and the same ascending lists."""
+    and edgeless graphs, on one thread or in parallel: the same counts and
+    the same ascending lists."""
+    monkeypatch.setattr(intersection, "PARALLEL_PAIRS", 0)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
     edges = random_graph(num_nodes, num_edges, seed) if num_edges else torch.zeros(
         0, 2, dtype=torch.long)
     adj, _ = build_adjacency(edges, num_nodes)

@@ -315,6 +315,19 @@ def summing_way(lookup: AdjacencyLookup, pairs: Tensor) -> str:
     return "lists" if on_cpu else "walk"
 
 
+def summing_choice(device: torch.device) -> str:
+    """How :func:`summing_way` sums on ``device``, in words (a training
+    worker prints it; the command shows it with ``--verbose``)."""
+    if device.type != "cpu":
+        return "bit-row products on dense graphs, else a CSR walk and a sparse product (GPU)"
+    capability = torch.backends.cpu.get_cpu_capability()
+    if int8_products(device):
+        return (f"int8 bit-row products on dense graphs (AMX, {capability}), else compiled "
+                "lists")
+    return (f"compiled lists on {torch.get_num_threads()} thread(s) (this CPU has no AMX: "
+            f"{capability})")
+
+
 def common_neighbor_lists(lookup: AdjacencyLookup, pairs: Tensor,
                           max_candidates: int = MAX_CANDIDATES) -> CommonNeighborLists:
     """The common neighbours of ``pairs`` as lists: on CPUs by

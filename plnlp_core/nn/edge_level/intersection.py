@@ -13,12 +13,15 @@ two sorted CSR rows are merged. Lists are made in two passes over the pairs
 (count, then fill at each pair's offset); the sums' backward pass runs per
 block of channels, one block a thread: each channel's gradient is added in
 the pairs' order whatever the number of threads, so that a run repeats to
-the digit. Indices are unsigned, so that no test for a negative one stands
-in the inner loops (a third off the backward). On ogbl-ddi (131,072 pairs,
-32.7 M common neighbours, 64 channels, one thread of an AMD EPYC) the lists
-take 0.19 s, the sums (``embedding_bag``) 0.16 s and their backward 0.31 s,
-where the dense bit-row product with its backward took 5.1 s and PyTorch's
-sparse product 11 s.
+the digit. Each loop is a serial kernel over a range of pairs or channels;
+with several threads and at least :data:`PARALLEL_PAIRS` pairs, one range a
+thread runs in Numba's pool (a launch costs about 0.1 ms, more than a small
+graph's whole step). Indices are unsigned, so that no test for a negative
+one stands in the inner loops (a third off the backward). On ogbl-ddi
+(131,072 pairs, 32.7 M common neighbours, 64 channels, one thread of an
+AMD EPYC) the lists take 0.19 s, the sums (``embedding_bag``) 0.16 s and
+their backward 0.24 s, where the dense bit-row product with its backward
+took 5.1 s and PyTorch's sparse product 11 s.
 """
 import os
 
@@ -27,10 +30,12 @@ import numpy as np
 from numba import njit, prange, uint64
 
 if "NUMBA_THREADING_LAYER" not in os.environ:
-    # Numba's own pool: its OpenMP layer's threads spin after each loop,
-    # taking a core from torch's threads between the steps' loops
+    # Numba's own pool: its OpenMP layer loads a second libgomp, whose threads
+    # spin between loops and which set torch's thread count in the process
     numba.config.THREADING_LAYER = "workqueue"
 
+PARALLEL_PAIRS = 4096
+"""Pairs from which the loops run on several threads."""
 
 
 @njit(cache=True, nogil=True)
@@ -39,14 +44,12 @@ def _ordered(u: int, v: int, degree: np.ndarray) -> tuple[int, int]:
     return (v, u) if degree[u] > degree[v] else (u, v)
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def common_counts(crow: np.ndarray, col: np.ndarray, degree: np.ndarray, u: np.ndarray,
-                  v: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """:math:`|N(u_t) \\cap N(v_t)|` of every pair; ``table`` is the dense
-    ``[N * N]`` bool table of the edges, or empty to merge CSR rows."""
+@njit(cache=True, nogil=True)
+def _count(crow: np.ndarray, col: np.ndarray, degree: np.ndarray, u: np.ndarray,
+           v: np.ndarray, table: np.ndarray, counts: np.ndarray, start: int, stop: int) -> None:
+    """``counts[t]`` of the pairs ``start <= t < stop``."""
     n = uint64(degree.size)
-    counts = np.zeros(u.size, np.int64)
-    for t in prange(u.size):
+    for t in range(start, stop):
         a, b = _ordered(u[t], v[t], degree)
         if table.size:
             base, found = uint64(b) * n, 0
@@ -55,18 +58,16 @@ def common_counts(crow: np.ndarray, col: np.ndarray, degree: np.ndarray, u: np.n
             counts[t] = found
         else:
             counts[t] = _merge(crow, col, a, b, counts[:0], uint64(0))
-    return counts
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def common_fill(crow: np.ndarray, col: np.ndarray, degree: np.ndarray, u: np.ndarray,
-                v: np.ndarray, table: np.ndarray, offsets: np.ndarray,
-                nodes: np.ndarray) -> None:
-    """Writes pair ``t``'s common neighbours, ascending, at
-    ``nodes[offsets[t]:offsets[t + 1]]``: a table test writes every
-    candidate and counts only the hits, without a branch on the test."""
+@njit(cache=True, nogil=True)
+def _fill(crow: np.ndarray, col: np.ndarray, degree: np.ndarray, u: np.ndarray,
+          v: np.ndarray, table: np.ndarray, offsets: np.ndarray, nodes: np.ndarray,
+          start: int, stop: int) -> None:
+    """The lists of the pairs ``start <= t < stop``: a table test writes
+    every candidate and counts only the hits, without a branch on the test."""
     n = uint64(degree.size)
-    for t in prange(u.size):
+    for t in range(start, stop):
         a, b = _ordered(u[t], v[t], degree)
         if table.size:
             base, w, end = uint64(b) * n, uint64(offsets[t]), uint64(offsets[t + 1])
@@ -102,28 +103,83 @@ def _merge(crow: np.ndarray, col: np.ndarray, a: int, b: int, out: np.ndarray,
     return found
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def scatter_sums(nodes: np.ndarray, offsets: np.ndarray, grad: np.ndarray, out: np.ndarray,
-                 blocks: int) -> None:
-    """``out[k] += grad[t]`` for every common neighbour ``k`` of every pair
-    ``t``, in the pairs' order; one block of channels a thread."""
+@njit(cache=True, nogil=True)
+def _scatter(nodes: np.ndarray, offsets: np.ndarray, grad: np.ndarray, out: np.ndarray,
+             first: int, size: int) -> None:
+    """``out[k, c] += grad[t, c]`` for the channels ``first <= c < first +
+    size``, every common neighbour ``k`` of every pair ``t``, in order."""
     channels = uint64(grad.shape[1])
     flat_grad, flat_out = grad.reshape(-1), out.reshape(-1)
-    width = (channels + uint64(blocks) - uint64(1)) // uint64(blocks)
-    for block in prange(blocks):
-        first = uint64(block) * width
-        size = min(channels, first + width) - first if first < channels else uint64(0)
-        for t in range(grad.shape[0]):
-            source = uint64(t) * channels + first
-            for r in range(uint64(offsets[t]), uint64(offsets[t + 1])):
-                target = uint64(nodes[r]) * channels + first
-                for c in range(size):
-                    flat_out[target + c] += flat_grad[source + c]
+    for t in range(grad.shape[0]):
+        source = uint64(t) * channels + uint64(first)
+        for r in range(uint64(offsets[t]), uint64(offsets[t + 1])):
+            target = uint64(nodes[r]) * channels + uint64(first)
+            for c in range(uint64(size)):
+                flat_out[target + c] += flat_grad[source + c]
 
 
-def use_threads(count: int) -> int:
+@njit(parallel=True, cache=True, nogil=True)
+def _count_parts(crow: np.ndarray, col: np.ndarray, degree: np.ndarray, u: np.ndarray,
+                 v: np.ndarray, table: np.ndarray, counts: np.ndarray, parts: int) -> None:
+    for part in prange(parts):
+        _count(crow, col, degree, u, v, table, counts, part * u.size // parts,
+               (part + 1) * u.size // parts)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _fill_parts(crow: np.ndarray, col: np.ndarray, degree: np.ndarray, u: np.ndarray,
+                v: np.ndarray, table: np.ndarray, offsets: np.ndarray, nodes: np.ndarray,
+                parts: int) -> None:
+    for part in prange(parts):
+        _fill(crow, col, degree, u, v, table, offsets, nodes, part * u.size // parts,
+              (part + 1) * u.size // parts)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _scatter_parts(nodes: np.ndarray, offsets: np.ndarray, grad: np.ndarray, out: np.ndarray,
+                   parts: int) -> None:
+    channels = grad.shape[1]
+    for part in prange(parts):
+        first = part * channels // parts
+        _scatter(nodes, offsets, grad, out, first, (part + 1) * channels // parts - first)
+
+
+def common_counts(crow: np.ndarray, col: np.ndarray, degree: np.ndarray, u: np.ndarray,
+                  v: np.ndarray, table: np.ndarray, threads: int) -> np.ndarray:
+    """:math:`|N(u_t) \\cap N(v_t)|` of every pair, int64; ``table`` is the
+    dense ``[N * N]`` bool table of the edges, or empty to merge CSR rows."""
+    counts = np.zeros(u.size, np.int64)
+    if threads > 1 and u.size >= PARALLEL_PAIRS:
+        _count_parts(crow, col, degree, u, v, table, counts, _use_threads(threads))
+    else:
+        _count(crow, col, degree, u, v, table, counts, 0, u.size)
+    return counts
+
+
+def common_fill(crow: np.ndarray, col: np.ndarray, degree: np.ndarray, u: np.ndarray,
+                v: np.ndarray, table: np.ndarray, offsets: np.ndarray, nodes: np.ndarray,
+                threads: int) -> None:
+    """Writes pair ``t``'s common neighbours, ascending, at
+    ``nodes[offsets[t]:offsets[t + 1]]``."""
+    if threads > 1 and u.size >= PARALLEL_PAIRS:
+        _fill_parts(crow, col, degree, u, v, table, offsets, nodes, _use_threads(threads))
+    else:
+        _fill(crow, col, degree, u, v, table, offsets, nodes, 0, u.size)
+
+
+def scatter_sums(nodes: np.ndarray, offsets: np.ndarray, grad: np.ndarray, out: np.ndarray,
+                 threads: int) -> None:
+    """``out[k] += grad[t]`` for every common neighbour ``k`` of every pair
+    ``t``, in the pairs' order; one block of channels a thread."""
+    if threads > 1 and grad.shape[0] >= PARALLEL_PAIRS:
+        _scatter_parts(nodes, offsets, grad, out, _use_threads(min(threads, grad.shape[1])))
+    else:
+        _scatter(nodes, offsets, grad, out, 0, grad.shape[1])
+
+
+def _use_threads(count: int) -> int:
     """Numba's threads set to ``count`` (at most as many as it started
-    with), as torch's are; the number set."""
+    with); the number set."""
     count = max(1, min(count, numba.config.NUMBA_NUM_THREADS))
     numba.set_num_threads(count)
     return count
