@@ -306,7 +306,7 @@ def summing_way(lookup: AdjacencyLookup, pairs: Tensor) -> str:
     where they took 0.72 s with their backward on ogbl-ddi's 131,072 pairs,
     one thread of a Sapphire Rapids Xeon); ``"lists"``, the compiled lists
     of :func:`cpu_common_neighbor_lists`, on every other CPU (the same
-    pairs: 1.1 s against the dense way's 5.1 s in fp32, one thread of an AMD
+    pairs: 0.6 s against the dense way's 5.1 s in fp32, one thread of an AMD
     EPYC without AMX, where bfloat16 is not native either); ``"walk"``, the
     CSR walk and a sparse product, on a GPU elsewhere."""
     on_cpu = pairs.device.type == "cpu"
