@@ -19,9 +19,12 @@ def dropout_multipliers(shape: torch.Size, p: float, device: torch.device,
     \mathrm{Bernoulli}(1 - p')`, with :math:`p'` the drop rate ``p`` rounded
     to a multiple of :math:`2^{-15}`, in ``dtype``: a product with them is
     dropout, in one dtype (a mixed-dtype product is 20x slower on CPUs)."""
-    threshold = round(p * _LEVELS)
-    return random_levels(shape, device).ge_(threshold).to(dtype).mul_(
-        _LEVELS / (_LEVELS - threshold))
+    return random_levels(shape, device).ge_(round(p * _LEVELS)).to(dtype).mul_(_kept_scale(p))
+
+
+def _kept_scale(p: float) -> float:
+    """:math:`1 / (1 - p')`, the factor of a kept entry."""
+    return _LEVELS / (_LEVELS - round(p * _LEVELS))
 
 
 class _ReLUDropout(torch.autograd.Function):
@@ -30,7 +33,7 @@ class _ReLUDropout(torch.autograd.Function):
         keep = dropout_multipliers(x.shape, p, x.device, x.dtype)
         out = x.clamp(min=0).mul_(keep)
         ctx.save_for_backward(out)
-        ctx.scale = _LEVELS / (_LEVELS - round(p * _LEVELS))
+        ctx.scale = _kept_scale(p)
         return out
 
     @staticmethod

@@ -79,7 +79,7 @@ def test_lists_of_the_compiled_loops_are_those_of_the_csr_walk(seed, num_nodes, 
     pairs = torch.randint(num_nodes, (300, 2), generator=torch.Generator().manual_seed(seed))
     if num_edges:
         pairs = torch.cat([pairs, edges[:100]])
-    compiled = CommonNeighborLists.from_csr(lookup.crow, lookup.col, pairs,
+    compiled = CommonNeighborLists.from_csr(lookup.crow, lookup.col, lookup.degree, pairs,
                                             lookup.table if with_table else None)
     walked = CommonNeighborLists.from_index(*common_neighbor_index(lookup, pairs), pairs.size(0))
     assert torch.equal(compiled.count, walked.count)

@@ -45,14 +45,13 @@ class CommonNeighborLists:
         self._named: tuple[int, tuple[Tensor, Tensor] | None] | None = None
 
     @classmethod
-    def from_csr(cls, crow: Tensor, col: Tensor, pairs: Tensor,
+    def from_csr(cls, crow: Tensor, col: Tensor, degree: Tensor, pairs: Tensor,
                  table: Tensor | None = None) -> "CommonNeighborLists":
-        r"""From a CPU graph's sorted CSR rows, by
+        r"""From a CPU graph's sorted CSR rows and its degrees, by
         :mod:`~plnlp_core.nn.edge_level.intersection`'s loops: each
         candidate :math:`k \in N(a)` tested in ``table`` (the graph's dense
         ``[N * N]`` bool table) where given, else the two rows merged."""
-        crow_, col_ = crow.numpy(), col.numpy()
-        degree = np.diff(crow_)
+        crow_, col_, degree = crow.numpy(), col.numpy(), degree.numpy()
         u, v = pairs[:, 0].numpy(), pairs[:, 1].numpy()
         tests = np.zeros(0, np.bool_) if table is None else table.numpy()
         threads = torch.get_num_threads()

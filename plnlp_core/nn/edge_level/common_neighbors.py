@@ -286,8 +286,7 @@ def common_neighbor_sum(lookup: AdjacencyLookup, h: Tensor, pairs: Tensor,
             if lists is None:
                 lists = cpu_common_neighbor_lists(lookup, pairs)
             return lists.sum(h.float(), rows), lists.count
-    x = h if rows is None else rows(h)
-    with torch.autocast(h.device.type, enabled=False):
+        x = h if rows is None else rows(h)
         if way == "dense":
             return dense_common_neighbor_sum(lookup.bit_rows(), x, pairs, dtype)
         row_of, nodes = common_neighbor_index(lookup, pairs, max_candidates)
@@ -356,7 +355,7 @@ def cpu_common_neighbor_lists(lookup: AdjacencyLookup, pairs: Tensor) -> CommonN
         tests = int(torch.minimum(lookup.degree[pairs[:, 0]], lookup.degree[pairs[:, 1]]).sum())
         if edge_set.table_made or tests >= TABLE_TESTS * lookup.num_nodes**2:
             table = edge_set.table
-    return CommonNeighborLists.from_csr(lookup.crow, lookup.col, pairs, table)
+    return CommonNeighborLists.from_csr(lookup.crow, lookup.col, lookup.degree, pairs, table)
 
 
 DENSE_ROW_COST = 12

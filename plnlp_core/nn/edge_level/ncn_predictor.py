@@ -95,10 +95,10 @@ class NCNPredictor(nn.Module):
             return self.lin(combined).squeeze(-1)
 
     def _common_input(self, h: Tensor) -> Tensor:
-        """:math:`\\mathbf{x}'` of the rows ``h`` (fp32), which the common
-        neighbours' sum reads: row-wise, so made for those rows alone."""
-        with torch.autocast(h.device.type, enabled=False):
-            return h + self.xlin(h)
+        """:math:`\\mathbf{x}'` of the rows ``h``, which the common
+        neighbours' sum reads (outside autocast: fp32): row-wise, so made for
+        those rows alone."""
+        return h + self.xlin(h)
 
     def __repr__(self) -> str:
         return f"NCNPredictor(xlin={self.xlin is not None}, beta={float(self.beta):.3g})"
