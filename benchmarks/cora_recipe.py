@@ -13,7 +13,8 @@ Run it on one core, one run at a time::
 
 ``--config`` takes YAML files and ``key=value`` overrides (values read as
 YAML), applied in order over :data:`RECIPE`, ``--dataset cora``'s default
-preset. The Cora files are read from ``--root``'s ``planetoid/Cora/raw``
+preset. ``--dataset citeseer`` (or ``pubmed``) measures it on another Planetoid
+graph. The files are read from ``--root``'s ``planetoid/<Name>/raw``
 (default ``$PLNLP_DATA_ROOT``, else ``../shared/datasets``).
 """
 import argparse
@@ -38,11 +39,11 @@ RECIPE = load_preset("planetoid", "default")
 NCN = (0.7, 0.1, 0.2)
 
 
-def cora_split(root: Path, work: Path, seed: int) -> LinkSplit:
-    """NCN's split of Cora for ``seed``, as ``--dataset cora`` makes it
-    (:func:`plnlp_core.data.planetoid.load_planetoid`, from ``root``'s
-    ``planetoid/Cora/raw``): scored by Hits@20/50/100, AUC and MRR."""
-    return load_planetoid(DATASETS.get("cora"), root, work, NCN, seed)
+def planetoid_split(dataset: str, root: Path, work: Path, seed: int) -> LinkSplit:
+    """NCN's split of ``dataset`` (``cora``) for ``seed``, as ``--dataset``
+    makes it (:func:`plnlp_core.data.planetoid.load_planetoid`, from
+    ``root``'s ``planetoid/<Name>/raw``): scored by Hits@20/50/100, AUC and MRR."""
+    return load_planetoid(DATASETS.get(dataset), root, work, NCN, seed)
 
 
 def read_settings(items: list[str]) -> dict[str, object]:
@@ -65,11 +66,12 @@ def parse_seeds(text: str) -> list[int]:
     return [int(each) for each in text.split(",")]
 
 
-def run_seed(settings: dict[str, object], root: Path, work: Path, seed: int) -> dict[str, float]:
+def run_seed(settings: dict[str, object], dataset: str, root: Path, work: Path,
+             seed: int) -> dict[str, float]:
     """One run: the split and the model of ``seed``, trained; the metrics of
     the best validation epoch and the training seconds."""
-    split = cora_split(root, work, seed)
-    config = PLNLPConfig.from_mapping({**settings, "dataset": "cora", "seed": seed})
+    split = planetoid_split(dataset, root, work, seed)
+    config = PLNLPConfig.from_mapping({**settings, "dataset": dataset, "seed": seed})
     start = time.perf_counter()
     result = run_experiment(prepare_experiment(config, split))
     return {**result.best_metrics, "best_epoch": result.best_epoch,
@@ -80,10 +82,11 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", nargs="*", default=[],
                         help="YAML files and key=value overrides, in order")
+    parser.add_argument("--dataset", default="cora", choices=["cora", "citeseer", "pubmed"])
     parser.add_argument("--seeds", default="0-9")
     parser.add_argument("--root", type=Path, default=Path(os.environ.get(
         "PLNLP_DATA_ROOT", Path(__file__).resolve().parents[2] / "shared" / "datasets")),
-                        help="the data root holding planetoid/Cora/raw")
+                        help="the data root holding planetoid/<Name>/raw")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -94,7 +97,7 @@ def main(argv: list[str]) -> int:
             "test_hits_20", "test_hits_50", "test_hits_100", "test_auc", "seconds"]
     rows = []
     for seed in parse_seeds(args.seeds):
-        row = run_seed(settings, args.root, work, seed)
+        row = run_seed(settings, args.dataset, args.root, work, seed)
         rows.append(row)
         print(f"seed {seed} best epoch {row['best_epoch']:3d}  "
               + "  ".join(f"{key} {100 * row[key] if 'seconds' not in key else row[key]:.2f}"

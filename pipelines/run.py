@@ -83,13 +83,13 @@ def score(plan: RunPlan) -> dict[str, float]:
     from components.load import log_graph
     from components.recording.reads import active_run_info
     from components.recording.runs import start_run
+    from components.recording.seed_summary import seed_line, summary_metrics
     from components.recording.tracking import (
         clear_failure,
         log_config,
         log_metrics,
         log_sources,
         log_validation_curves,
-        summary_metrics,
     )
     from components.storage.location import Location
     from components.train.startup import mark
@@ -130,6 +130,8 @@ def score(plan: RunPlan) -> dict[str, float]:
         if seeded.seed in plan.finished:
             finals.append(plan.finished[seeded.seed])
             children[seeded.seed] = plan.children[seeded.seed]
+            print(seed_line(seeded.seed, finals[-1], plan.source.info.main_metric_key),
+                  flush=True)
             continue
         resumed = plan.children.get(seeded.seed)
         name = None if resumed else plan.run_name(f"seed{seeded.seed}")
@@ -145,6 +147,8 @@ def score(plan: RunPlan) -> dict[str, float]:
                 drawn_heart = heart_stage(drawn, plan.config, cpus)
             finals.append(train_and_evaluate(drawn, seeded, request.workers, checkpoints,
                                              request.max_failures, heart=drawn_heart))
+            print(seed_line(seeded.seed, finals[-1], plan.source.info.main_metric_key),
+                  flush=True)
             if resumed is not None:
                 clear_failure()
     summary = summary_metrics(finals)

@@ -2,9 +2,8 @@
 curve, checkpoint and final metrics."""
 import contextlib
 import os
-import statistics
 import tempfile
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from components.recording.names import (
     WORK_DIR_TAG,
 )
 from components.recording.plots import plot_learning_curve, plot_validation_curves
+from components.recording.seed_summary import paired, spread_line
 from components.storage.location import local_copy
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.own_graph import GraphReport
@@ -77,26 +77,34 @@ def describe_run(preset: str, changed: dict[str, object], final: dict[str, float
 def run_description(preset: str, changed: dict[str, object], final: dict[str, float],
                     main_metric: str) -> str:
     """What MLflow's run page shows first, in Markdown: the main metric of
-    each split (its mean over seeds for ``--runs``), which the page shows
-    before its "Show more"; the preset and the settings whose values differ
-    from it; and a table of the ``final_*`` metrics, one row per metric and
-    a column per split."""
+    each split (for ``--runs``, its mean ± std over the seeds in percent),
+    which the page shows before its "Show more"; the preset and the
+    settings whose values differ from it; and a table of the ``final_*``
+    metrics, one row per metric (mean ± std for ``--runs``) and a column
+    per split."""
     settings = ", ".join(f"`{key}={value}`" for key, value in sorted(changed.items()))
-    main = [f"{split} {name} **{final[key]:.4f}**" for split in ("valid", "test")
-            for name in (main_metric, f"{main_metric}_mean")
-            if (key := f"final_{split}_{name}") in final]
+    spreads = [line for split in ("test", "valid")
+               if (line := spread_line(final, split, main_metric, "±")) is not None]
+    main = [f"**{line}**" for line in spreads] or [
+        f"{split} {main_metric} **{final[key]:.4f}**" for split in ("valid", "test")
+        if (key := f"final_{split}_{main_metric}") in final]
     lines = [f"Final {', '.join(main)} (the best epoch by `valid_{main_metric}`).", "",
              f"Preset `{preset}`; " + (f"changed from it: {settings}." if settings
                                        else "its settings unchanged."), "",
              "| metric | valid | test |", "| --- | --- | --- |"]
-    names = sorted({key.removeprefix(f"final_{split}_") for key in final
+    pairs = paired(final)
+    names = sorted({key.removeprefix(f"final_{split}_") for key in pairs
                     for split in ("valid", "test") if key.startswith(f"final_{split}_")},
                    key=natural_order)
     for name in names:
-        cells = [f"{final[key]:.4f}" if (key := f"final_{split}_{name}") in final else ""
+        cells = [_cell(*pairs[key]) if (key := f"final_{split}_{name}") in pairs else ""
                  for split in ("valid", "test")]
         lines.append(f"| {name} | {' | '.join(cells)} |")
     return "\n".join(lines)
+
+
+def _cell(value: float, std: float | None) -> str:
+    return f"{value:.4f}" if std is None else f"{value:.4f} ± {std:.4f}"
 
 
 def log_text(text: str, artifact_file: str) -> None:
@@ -139,16 +147,6 @@ def log_validation_curves(run_ids: dict[str, str], main_metric: str, title: str,
     with tempfile.TemporaryDirectory() as directory:
         plot_validation_curves(curves, main_metric, title, Path(directory) / file_name)
         mlflow.log_artifacts(directory)
-
-
-def summary_metrics(finals: Sequence[dict[str, float]]) -> dict[str, float]:
-    """``<key>_mean`` and ``<key>_std`` of each final metric over runs."""
-    summary = {}
-    for key in finals[0]:
-        values = [final[key] for final in finals]
-        summary[f"{key}_mean"] = statistics.fmean(values)
-        summary[f"{key}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
-    return summary
 
 
 def clear_failure() -> None:

@@ -164,12 +164,15 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
     from components.recording.metric_names import run_metrics
     from components.recording.models import logged_model_uri
     from components.recording.reads import get_run, tracking_uri
+    from components.recording.seed_summary import spread_line
 
     uri = without_credentials(tracking_uri())
     run = get_run(run_id)
     metrics = run_metrics(run.data.metrics)
     best = metrics.get("best_epoch")
     lines = ["", f"run {run.info.run_name} finished"]
+    spreads = [spread_line(final, split, main_metric) for split in ("test", "valid")]
+    lines.extend(f"  {line}" for line in spreads if line is not None)
     if best is not None:
         lines.append(f"  best epoch     {int(best)} (by valid_{main_metric})")
     if "node_input_choice" in run.data.params:
@@ -182,7 +185,8 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
     if logged_model_uri(run_id) is not None:
         lines.append(f"  use the model  python pipelines/predict.py --model runs:/{run_id}/model "
                      "--top-k 20 --out top20.csv")
-    how, target = ui_link(runs_table_page(run.info.experiment_id, main_metric))
+    ranked_by = main_metric if spreads[0] is None else f"{main_metric}_mean"  # the parent first
+    how, target = ui_link(runs_table_page(run.info.experiment_id, ranked_by))
     lines.append(f"  {'see it ' + how:<15}{target}")
     print("\n".join(lines), flush=True)
 
@@ -196,13 +200,18 @@ variant's), and beneath them the ceiling of the same negatives."""
 
 def final_lines(final: dict[str, float]) -> list[str]:
     """One line per group of :data:`FINAL_GROUPS` and split, each key in the
-    group of its longest matching prefix."""
+    group of its longest matching prefix; a multi-seed run's as ``mean +-
+    std``."""
+    from components.recording.seed_summary import paired
+
+    pairs = {key: f"{mean:.4f}" + ("" if std is None else f" +- {std:.4f}")
+             for key, (mean, std) in paired(final).items()}
     lines = []
     for label, prefix in FINAL_GROUPS:
         for split in ("valid", "test"):
             start = f"final_{split}_{prefix}"
-            shown = [f"{key.removeprefix(start)} {final[key]:.4f}"
-                     for key in sorted(final, key=natural_order)
+            shown = [f"{key.removeprefix(start)} {pairs[key]}"
+                     for key in sorted(pairs, key=natural_order)
                      if _group(key.removeprefix(f"final_{split}_")) == prefix
                      and key.startswith(start)]
             if shown:

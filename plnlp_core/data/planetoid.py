@@ -3,12 +3,11 @@ Salakhutdinov 2016) as link-prediction splits, read by PyG's
 :class:`~torch_geometric.datasets.Planetoid`.
 
 The raw files are Python pickles, which PyG unpickles, and a pickle runs
-code: each is checked against the published release's sha256
-(:data:`PUBLISHED_SHA256`) before PyG reads it, and a file whose sum
-plnlp does not know is refused unless the user has checked it and listed
-it in a ``SHA256SUMS`` file beside it. The data root is only read: the
-files are copied into a writable folder, where PyG writes its processed
-cache. Where they are absent, PyG's download is tried; offline, the
+code: each is checked against the digest the release publishes
+(:data:`PUBLISHED_DIGESTS`: its sha256 or git blob id) before PyG reads
+it, whether found under the data root or downloaded. The data root is
+only read: the files are copied into a writable folder, where PyG writes
+its processed cache. Where they are absent, PyG's download is tried; offline, the
 refusal names the folder and the files looked for.
 
 Link prediction on these graphs has no official split. The default is
@@ -32,9 +31,9 @@ from plnlp_core.errors import PLNLPError, first_line
 PLANETOID_FOLDER = "planetoid"
 """The folder of the data root holding ``<Name>/raw/``, as PyG lays it out."""
 RAW_PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
-SUMS_FILE = "SHA256SUMS"
+GIT_BLOB_ID_DIGITS = 40
 
-PUBLISHED_SHA256 = {
+PUBLISHED_DIGESTS = {
     "Cora": {
         "ind.cora.allx": "9419ba2f26f5c35243db64aba110e0f35a04851609e0dc5433450676ca6b8543",
         "ind.cora.ally": "2b998f5cc7fedc86e7f97ca2498f47a1ffc1462c29e2d578b23bf3f62b6e7d71",
@@ -46,9 +45,33 @@ PUBLISHED_SHA256 = {
         "ind.cora.x": "23cfa55d91c6f624233f5eb7b6e3f141f1bd2b2ae39608a63cf5d084bb27baab",
         "ind.cora.y": "94465c14eb53e04ca262198dcbb2521ee8af60fb3f3d546cd6ca24a511b0e7d1",
     },
+    "CiteSeer": {
+        "ind.citeseer.allx": "2ac30345d95c9ec933a817ee0bdd6a5f077f8c184a20e696910192d534414668",
+        "ind.citeseer.ally": "f704b2d986dde6c2669934de1f3ae5696a6cf9455c0f6b2646a2d135ea0a1c95",
+        "ind.citeseer.graph": "d79a4ef9d3e7169aee8946145f6b7306e35bc79bffad26346cfb94e10e9912a7",
+        "ind.citeseer.test.index":
+            "2af990671580b6b2df5d158d1038f8292e30c9cd821b5453f399659b25b723d4",
+        "ind.citeseer.tx": "539a8906a2da97628d212f2fdd668c109a8b3f0d36574b59e5d3fd5b5303da21",
+        "ind.citeseer.ty": "55e5bd1ba1e733a04598753ad1a8d57957f4b8f89e74519f41f4f4938767e4ce",
+        "ind.citeseer.x": "d20de19150741e555de0ed037195630fc194114ebc7fd72ced62810148aa22f6",
+        "ind.citeseer.y": "8ba87e515d8e3ee3cf52f6d2c5b86aa73f11ecad825a808455209ec26cd54924",
+    },
+    "PubMed": {  # git's blob ids (``git ls-tree HEAD data/``), the digests the release publishes
+        "ind.pubmed.allx": "3b86bccf08111c37c632a9dd8ab63db25ea76361",
+        "ind.pubmed.ally": "4c8bcdc80882dd225fe4dd4fafd723baa616ac97",
+        "ind.pubmed.graph": "76eb87e628a6b9d43fc31ea42c8c6c8f3e52b404",
+        "ind.pubmed.test.index": "41f6befcb7750cc4858cb852f2b349a9598cb2f4",
+        "ind.pubmed.tx": "eee4f3c988fde0da87a9ec7b01ca5e7863c1b1f1",
+        "ind.pubmed.ty": "225a0bb9bb6430e3925d04688daf6a0da964c07a",
+        "ind.pubmed.x": "16c0eca8d2b3297014ff80327416f9332eda10d7",
+        "ind.pubmed.y": "e86670576c85340eeb2271b3c918bfa89322b2cf",
+    },
 }
-"""The sha256 of each raw file of the Planetoid authors' release
-(github.com/kimiyoung/planetoid, ``data/``), by graph."""
+"""The digest of each raw file of the Planetoid authors' release
+(github.com/kimiyoung/planetoid at af6abf4, ``data/``; the same files in
+github.com/tkipf/gcn's ``gcn/data/``), by graph: a sha256 (64 hex digits)
+or git's blob id (40: sha1 over ``blob <size>\\0`` and the bytes, as
+``git hash-object FILE`` prints it)."""
 
 
 def raw_file_names(name: str) -> list[str]:
@@ -89,7 +112,7 @@ def load_planetoid(info: DatasetInfo, data_root: Path, work_root: Path,
 def checked_copy(name: str, source: Path, work_root: Path) -> Path:
     """A root for PyG's ``Planetoid`` in ``work_root`` whose raw files are
     those of ``source`` (or, where absent, PyG's download), each checked
-    by :func:`check_sha256`; returns it."""
+    by :func:`check_digest`; returns it."""
     root = work_root / PLANETOID_FOLDER
     raw = root / name / "raw"
     raw.mkdir(parents=True, exist_ok=True)
@@ -100,10 +123,8 @@ def checked_copy(name: str, source: Path, work_root: Path) -> Path:
     else:
         for file in names:
             shutil.copyfile(source / file, raw / file)
-        if (source / SUMS_FILE).is_file():
-            shutil.copyfile(source / SUMS_FILE, raw / SUMS_FILE)
     for file in names:
-        check_sha256(name, raw / file, source)
+        check_digest(name, raw / file, source)
     return root
 
 
@@ -124,31 +145,23 @@ def download(name: str, raw: Path, source: Path, missing: list[str]) -> None:
                          f"{PLANETOID_FOLDER}/{name}/raw.") from error
 
 
-def check_sha256(name: str, path: Path, source: Path) -> None:
-    """Refuses ``path`` unless its sha256 is the published one, or, for a
-    file whose sum plnlp does not know, the one ``SHA256SUMS`` beside it lists."""
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    known = PUBLISHED_SHA256.get(name, {}).get(path.name) or listed_sums(path.parent) \
-        .get(path.name)
-    if known is None:
-        raise PLNLPError(
-            f"plnlp knows no published sha256 of {name}'s raw file {path.name}, which PyG "
-            f"unpickles (a pickle runs code); check the files in {source} against the "
-            f"Planetoid release and accept them by listing their sums beside them: cd "
-            f"{source} && sha256sum ind.* > {SUMS_FILE}.")
+def check_digest(name: str, path: Path, source: Path) -> None:
+    """Refuses ``path`` unless its digest is the one the release publishes."""
+    known = PUBLISHED_DIGESTS[name][path.name]
+    digest = digest_like(path.read_bytes(), known)
     if digest != known:
-        raise PLNLPError(f"{source / path.name} is not the published {name} file (its sha256 "
+        kind = "git blob id" if len(known) == GIT_BLOB_ID_DIGITS else "sha256"
+        raise PLNLPError(f"{source / path.name} is not the published {name} file (its {kind} "
                          f"is {digest[:16]}..., the release's {known[:16]}...); it is not "
                          "read, since PyG would unpickle it: copy the release's file again.")
 
 
-def listed_sums(folder: Path) -> dict[str, str]:
-    """File name to sha256, as ``sha256sum`` wrote them in ``folder/SHA256SUMS``."""
-    sums = folder / SUMS_FILE
-    if not sums.is_file():
-        return {}
-    listed = (line.split() for line in sums.read_text().splitlines())
-    return {Path(parts[-1].lstrip("*")).name: parts[0] for parts in listed if len(parts) >= 2}
+def digest_like(data: bytes, known: str) -> str:
+    """The digest of ``data`` of the kind ``known`` is: git's blob id where
+    ``known`` has 40 hex digits, else its sha256."""
+    if len(known) == GIT_BLOB_ID_DIGITS:
+        return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return hashlib.sha256(data).hexdigest()
 
 
 def random_link_split(edge_index: torch.Tensor, num_nodes: int, fractions: Sequence[float],

@@ -10,6 +10,7 @@ from mlflow.tracking import MlflowClient
 
 from components.recording.names import DESCRIPTION_TAG, EXPERIMENT_KIND_TAG
 from components.recording.runs import mark_training_experiment, open_experiment
+from components.recording.seed_summary import summary_metrics
 from components.recording.tracking import describe_run, mark_failed, run_description
 from plnlp_testing.processes import free_port
 
@@ -38,10 +39,13 @@ def test_a_run_of_the_presets_own_settings_says_so_and_a_missing_split_is_blank(
     assert text.endswith("| auc | 0.9100 |  |")
 
 
-def test_a_runs_seeds_headline_their_mean():
-    text = run_description("smoke", {}, {"final_valid_hits_20_mean": 0.5,
-                                         "final_valid_hits_20_std": 0.1}, "hits_20")
-    assert text.startswith("Final valid hits_20_mean **0.5000** (the best epoch")
+def test_a_runs_seeds_headline_their_mean_and_spread_as_a_papers_table():
+    summary = summary_metrics([{"final_valid_hits_20": 0.5, "final_test_hits_20": 0.40},
+                               {"final_valid_hits_20": 0.7, "final_test_hits_20": 0.42}])
+    text = run_description("smoke", {}, summary, "hits_20")
+    assert text.startswith("Final **test hits_20 41.00 ± 1.41 (2 runs)**, **valid hits_20 "
+                           "60.00 ± 14.14 (2 runs)** (the best epoch")
+    assert text.endswith("| hits_20 | 0.6000 ± 0.1414 | 0.4100 ± 0.0141 |")
 
 
 def test_the_description_is_the_runs_mlflow_note(mlflow_store):

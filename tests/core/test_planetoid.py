@@ -1,13 +1,22 @@
-"""Planetoid's graphs: the shared Cora read by PyG once its raw pickles
-match the release's sha256, the refusals before any unpickling, and
-NCN/NCNC's split, the same for the same seed."""
+"""Planetoid's graphs: the shared Cora and CiteSeer read by PyG once their
+raw pickles match the release's digests (PubMed's by git blob id), the
+refusals before any unpickling, and NCN/NCNC's split, the same for the
+same seed."""
+import hashlib
 import shutil
+import subprocess
 
 import pytest
 import torch
 
 from plnlp_core.data.datasets import DATASETS
-from plnlp_core.data.planetoid import check_sha256, load_planetoid, raw_file_names, raw_folder
+from plnlp_core.data.planetoid import (
+    PUBLISHED_DIGESTS,
+    digest_like,
+    load_planetoid,
+    raw_file_names,
+    raw_folder,
+)
 from plnlp_core.errors import PLNLPError
 
 CORA = DATASETS.get("cora")
@@ -46,22 +55,58 @@ def test_the_same_seed_gives_the_same_split_and_another_another(ddi_root, tmp_pa
     assert gae.test_pos.size(0) == 527 and gae.valid_pos.size(0) == 263  # floors of 10 %, 5 %
 
 
-def copied_raw(ddi_root, tmp_path):
-    shutil.copytree(raw_folder(ddi_root, "Cora"), raw_folder(tmp_path / "root", "Cora"))
+def copied_raw(ddi_root, tmp_path, name="Cora"):
+    shutil.copytree(raw_folder(ddi_root, name), raw_folder(tmp_path / "root", name))
     return tmp_path / "root"
 
 
-def test_a_changed_byte_is_refused_before_pyg_unpickles_anything(ddi_root, tmp_path):
-    root = copied_raw(ddi_root, tmp_path)
-    changed = raw_folder(root, "Cora") / "ind.cora.x"
+@pytest.mark.parametrize("name", ["Cora", "CiteSeer"])
+def test_a_changed_byte_is_refused_before_pyg_unpickles_anything(ddi_root, tmp_path, name):
+    root = copied_raw(ddi_root, tmp_path, name)
+    changed = raw_folder(root, name) / f"ind.{name.lower()}.x"
     changed.chmod(0o644)
     data = bytearray(changed.read_bytes())
     data[100] ^= 1
     changed.write_bytes(bytes(data))
-    with pytest.raises(PLNLPError, match="is not the published Cora file") as error:
-        load_planetoid(CORA, root, tmp_path / "work", NCN, 0)
+    with pytest.raises(PLNLPError, match=f"is not the published {name} file") as error:
+        load_planetoid(DATASETS.get(name.lower()), root, tmp_path / "work", NCN, 0)
     assert str(changed) in str(error.value)
-    assert not (tmp_path / "work" / "planetoid" / "Cora" / "processed").exists()
+    assert not (tmp_path / "work" / "planetoid" / name / "processed").exists()
+
+
+def test_the_shared_citeseer_is_read_by_name_with_no_file_of_the_users(ddi_root, tmp_path):
+    citeseer = load_planetoid(DATASETS.get("citeseer"), ddi_root, tmp_path, NCN, 0)
+    assert citeseer.num_nodes == 3327 and citeseer.x.shape == (3327, 3703)
+    assert sorted(path.name for path in raw_folder(ddi_root, "CiteSeer").iterdir()) \
+        == sorted(raw_file_names("CiteSeer"))
+
+
+def test_pubmeds_files_are_checked_by_the_git_blob_ids_the_release_publishes(tmp_path):
+    raw = raw_folder(tmp_path / "root", "PubMed")
+    raw.mkdir(parents=True)
+    for file in raw_file_names("PubMed"):
+        (raw / file).write_bytes(b"not the release's " + file.encode())
+    with pytest.raises(PLNLPError, match="is not the published PubMed file "
+                                         r"\(its git blob id is") as error:
+        load_planetoid(DATASETS.get("pubmed"), tmp_path / "root", tmp_path / "work", NCN, 0)
+    assert str(raw / "ind.pubmed.x") in str(error.value)
+    assert not (tmp_path / "work" / "planetoid" / "PubMed" / "processed").exists()
+
+
+def test_a_git_blob_id_is_the_one_git_hash_object_prints(tmp_path):
+    file = tmp_path / "file"
+    file.write_bytes(bytes(range(256)) * 3)
+    printed = subprocess.run(["git", "hash-object", str(file)], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    assert digest_like(file.read_bytes(), "0" * 40) == printed
+    assert digest_like(file.read_bytes(), "0" * 64) == hashlib.sha256(file.read_bytes()) \
+        .hexdigest()
+
+
+def test_every_published_digest_names_a_raw_file_pyg_reads():
+    for name, digests in PUBLISHED_DIGESTS.items():
+        assert sorted(digests) == sorted(raw_file_names(name))
+        assert all(len(digest) in (40, 64) for digest in digests.values())
 
 
 def test_offline_the_refusal_names_the_folder_and_the_files(tmp_path, monkeypatch):
@@ -75,21 +120,6 @@ def test_offline_the_refusal_names_the_folder_and_the_files(tmp_path, monkeypatc
         load_planetoid(CORA, tmp_path / "empty", tmp_path / "work", NCN, 0)
     assert str(raw_folder(tmp_path / "empty", "Cora")) in str(error.value)
     assert all(name in str(error.value) for name in raw_file_names("Cora"))
-
-
-def test_a_file_whose_sum_is_unknown_is_read_only_once_the_user_lists_it(tmp_path):
-    raw = tmp_path / "raw"
-    raw.mkdir()
-    (raw / "ind.citeseer.x").write_bytes(b"not a release file")
-    with pytest.raises(PLNLPError, match="knows no published sha256 of CiteSeer's raw file "
-                                         "ind.citeseer.x") as error:
-        check_sha256("CiteSeer", raw / "ind.citeseer.x", raw)
-    assert "sha256sum ind.* > SHA256SUMS" in str(error.value)
-    import hashlib
-
-    digest = hashlib.sha256(b"not a release file").hexdigest()
-    (raw / "SHA256SUMS").write_text(f"{digest}  ind.citeseer.x\n")
-    check_sha256("CiteSeer", raw / "ind.citeseer.x", raw)  # accepted: listed by the user
 
 
 def write_split_folder(split, folder):

@@ -6,8 +6,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from components.recording.seed_summary import summary_metrics
 from pipelines.runtime import console
-from pipelines.runtime.console import ForwardedLines, keep_line, runs_table_page
+from pipelines.runtime.console import ForwardedLines, final_lines, keep_line, runs_table_page
 
 
 @pytest.mark.parametrize("line", [
@@ -118,3 +119,11 @@ def test_the_sweeps_link_shows_only_its_trials_best_first():
                      "searchFilter": ["tags.`mlflow.parentRunId` = 'ab12'"],
                      "orderByKey": ["metrics.`final/valid_mrr`"], "orderByAsc": ["false"]}
     assert " " not in runs_table_page("3", "mrr", parent_run_id="ab12")  # one word to a terminal
+
+
+def test_a_multi_seed_runs_final_lines_show_each_mean_beside_its_spread():
+    summary = summary_metrics([{"final_test_hits_100": 0.88, "final_test_auc": 0.96},
+                               {"final_test_hits_100": 0.90, "final_test_auc": 0.97},
+                               {"final_test_hits_100": 0.86, "final_test_auc": 0.95}])
+    assert final_lines(summary) == [
+        "  final test     auc 0.9600 +- 0.0100  hits_100 0.8800 +- 0.0200"]

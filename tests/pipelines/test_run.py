@@ -22,13 +22,23 @@ def only_run(uri: str, experiment: str, parent: bool = True):
 
 
 def test_standin_pipeline_with_random_walks_and_two_runs_lands_in_mlflow(
-    ray_session, mlflow_store, standin_root: Path,
+    ray_session, mlflow_store, standin_root: Path, capsys,
 ):
     argv = ["--dataset", "ddi", "--preset", "smoke", "--data-root", str(standin_root),
             "--runs", "2", "--set", "loss=weighted_hinge_auc", "--set", "walk_length=3", *STANDIN]
     assert main(argv) == 0
     client, parent, children = only_run(mlflow_store, "plnlp-ddi")
     assert parent.info.status == "FINISHED"
+    printed = capsys.readouterr().out
+    for child in children:  # a line a seed as it ends, then mean +- std first in the summary
+        seed, test = child.data.params["seed"], child.data.metrics["final/test_hits_20"]
+        assert f"seed {seed}  test hits_20 {100 * test:.2f}  valid hits_20" in printed
+    mean, std = (parent.data.metrics[f"final/test_hits_20_{part}"] for part in ("mean", "std"))
+    closing = f"test hits_20 {100 * mean:.2f} +- {100 * std:.2f} (2 runs)"
+    assert printed.split("finished\n", 1)[1].startswith(f"  {closing}\n")
+    assert parent.data.metrics["final/runs"] == 2
+    assert closing.replace("+-", "±") in parent.data.tags["mlflow.note.content"]
+    assert "final%2Fvalid_hits_20_mean" in printed  # the link ranks the parent first
     assert parent.data.params["loss"] == "weighted_hinge_auc"
     assert parent.data.params["walk_length"] == "3"
     for key in ("final/test_hits_20_mean", "final/test_hits_20_std", "final/valid_hits_20_mean"):
