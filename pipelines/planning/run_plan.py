@@ -71,8 +71,25 @@ def graph_source(dataset: str, graph: GraphFlags) -> GraphSource:
     from plnlp_core.data.own_graph import count_edges, describe_own_graph, parse_split
 
     parse_split(graph.split or DEFAULT_SPLIT)
-    info = describe_own_graph(path, graph.directed, graph.node_features, cut_offs(graph.hits_k))
+    info = describe_own_graph(path, graph.directed, checked_features(path, graph.node_features),
+                              cut_offs(graph.hits_k))
     return GraphSource(info, path, count_edges(path))
+
+
+def checked_features(path: Path, features: str | None) -> int:
+    """The number of features in ``features`` (0 for none), the file read
+    and checked over the graph's nodes before anything starts; its rows for
+    ids the graph lacks are said in a warning and left out."""
+    if features is None:
+        return 0
+    from plnlp_core.data.own_graph import own_node_features
+
+    table = own_node_features(path, features)
+    if len(table.extra_ids):
+        print(f"warning: the node feature file {features} has rows for {len(table.extra_ids)} "
+              f"ids that are no node of the graph (e.g. {table.extra_ids[0]}); they are left "
+              "out.", file=sys.stderr)
+    return table.num_features
 
 
 def check_drawn_split(spec: str, dataset: str) -> None:

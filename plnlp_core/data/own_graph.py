@@ -20,8 +20,8 @@ Two inputs:
 
 Node ids, integers or strings, become ``0 .. n - 1`` in their sorted order
 over every file, and the mapping comes back as a table (``id``, ``index``).
-Node features, optional, are a file with a column ``id`` and numeric
-columns. Bad input gives one :class:`PLNLPError` that names the file and the
+Node features, optional, are a file with a column ``id`` and one numeric
+column a feature, or a sparse form (:mod:`plnlp_core.data.node_features`). Bad input gives one :class:`PLNLPError` that names the file and the
 fix. The graph is scored by AUC and Hits@K (see :mod:`plnlp_core.scoring.evaluation`).
 """
 import dataclasses
@@ -41,10 +41,11 @@ from torch import Tensor
 from plnlp_core.choices import DEFAULT_SPLIT
 from plnlp_core.data.datasets import SPLIT_PARTS, DatasetInfo, LinkSplit
 from plnlp_core.edge_set import EdgeSet
+from plnlp_core.data.node_features import FeatureTable, read_node_features
+from plnlp_core.data.tables import READERS, is_numeric, read_table, require_columns
 from plnlp_core.errors import PLNLPError, first_line
 
 SPLIT_KINDS = ("random", "time")
-_READERS = {".csv": pa_csv.read_csv, ".parquet": pq.read_table}
 
 
 @dataclass(frozen=True)
@@ -125,8 +126,9 @@ def load_own_graph(
         ids, parts, report = _read_edge_list(path, parse_split(split), directed, seed)
     x = None
     if features is not None:
-        x, extra = _read_features(Path(features), ids)
-        report = dataclasses.replace(report, extra_feature_ids=extra)
+        table = read_node_features(Path(features), ids)
+        x = table.dense(len(ids))
+        report = dataclasses.replace(report, extra_feature_ids=len(table.extra_ids))
     negatives = min(len(parts["valid_neg"]), len(parts["test_neg"]))
     scored = tuple(k for k in hits_k if k < negatives)
     report = dataclasses.replace(report, negatives=negatives,
@@ -140,13 +142,12 @@ def load_own_graph(
     return OwnGraph(link_split, node_ids, report)
 
 
-def describe_own_graph(
-    path: str | Path, directed: bool = False, features: str | Path | None = None,
-    hits_k: Sequence[int] = (20, 50, 100),
-) -> DatasetInfo:
-    """The :class:`DatasetInfo` :func:`load_own_graph` will give ``path``,
-    from the files' headers alone, so settings can be checked against it
-    before anything is read."""
+def describe_own_graph(path: str | Path, directed: bool = False, feature_dim: int = 0,
+                       hits_k: Sequence[int] = (20, 50, 100)) -> DatasetInfo:
+    """The :class:`DatasetInfo` :func:`load_own_graph` will give ``path``
+    (with ``feature_dim`` features: :func:`own_node_features`), from the
+    edges' header alone, so settings can be checked against it before the
+    edges are read."""
     path = Path(path)
     if path.is_dir():
         edges, *_ = (_part_file(path, part) for part in SPLIT_PARTS)
@@ -158,13 +159,24 @@ def describe_own_graph(
         raise PLNLPError(f"{edges} has no column {', '.join(missing)} (its columns: "
                          f"{', '.join(columns)}); name its columns src, dst, in a header line "
                          "for a CSV.")
-    feature_dim = 0
-    if features is not None:
-        feature_dim = sum(1 for name, kind in _column_types(Path(features), "node feature")
-                          .items() if name != "id" and _numeric(kind))
     name = path.resolve().name if path.is_dir() else path.stem
     return DatasetInfo(name, name, "auc", directed, feature_dim,
                        edge_weights="weight" in columns, hits_k=tuple(hits_k))
+
+
+def own_node_features(path: str | Path, features: str | Path) -> FeatureTable:
+    """The node features file ``features`` read and checked over the node
+    ids of the graph at ``path`` (see :mod:`plnlp_core.data.node_features`):
+    what a command checks before it starts anything."""
+    path = Path(path)
+    parts = [_part_file(path, part) for part in SPLIT_PARTS] if path.is_dir() else [path]
+    ends = []
+    for part in parts:
+        table = read_table(part, "edge list")
+        require_columns(table, part, ("src", "dst"))
+        ends += [table.column("src"), table.column("dst")]
+    ids, _ = _index_ids(ends)
+    return read_node_features(Path(features), ids)
 
 
 def count_edges(path: str | Path) -> int:
@@ -222,8 +234,8 @@ def parse_split(spec: str) -> tuple[str, tuple[float, float, float]]:
 def _read_edge_list(path: Path, spec: tuple[str, tuple[float, ...]], directed: bool,
                     seed: int) -> tuple[pa.Array, dict, GraphReport]:
     kind, fractions = spec
-    table = _read_table(path, "edge list")
-    _require_columns(table, path, ("src", "dst"))
+    table = read_table(path, "edge list")
+    require_columns(table, path, ("src", "dst"))
     ids, (src, dst) = _index_ids([table.column("src"), table.column("dst")])
     weight = _weights(table, path)
     time = _times(table, path) if kind == "time" else None
@@ -246,11 +258,11 @@ def _read_edge_list(path: Path, spec: tuple[str, tuple[float, ...]], directed: b
 
 def _read_split_folder(folder: Path, directed: bool) -> tuple[pa.Array, dict, GraphReport]:
     paths = {part: _part_file(folder, part) for part in SPLIT_PARTS}
-    tables = {part: _read_table(path, part) for part, path in paths.items()}
+    tables = {part: read_table(path, part) for part, path in paths.items()}
     labels = {}
     for part, table in tables.items():
         optional = part == "train" and "label" not in table.column_names
-        _require_columns(table, paths[part], ("src", "dst", *(() if optional else ("label",))))
+        require_columns(table, paths[part], ("src", "dst", *(() if optional else ("label",))))
         labels[part] = np.ones(table.num_rows, bool) if optional else _labels(table, paths[part])
     if not labels["train"].all():
         raise PLNLPError(f"{paths['train']} has {int((~labels['train']).sum())} rows labelled 0, "
@@ -278,96 +290,16 @@ def _read_split_folder(folder: Path, directed: bool) -> tuple[pa.Array, dict, Gr
     return ids, parts, _report(parts, len(ids), loops, duplicates)
 
 
-def _read_features(path: Path, ids: pa.Array) -> tuple[Tensor, int]:
-    """The features of each node id, float32 ``[n, d]``, and how many rows
-    name no node."""
-    table = _read_table(path, "node feature")
-    _require_columns(table, path, ("id",))
-    values = table.drop_columns(["id"])
-    bad = [name for name, column in zip(values.column_names, values.columns, strict=True)
-           if not _numeric(column.type) or column.null_count]
-    if values.num_columns == 0:
-        raise PLNLPError(f"the node feature file {path} has no column besides id; add numeric "
-                         "feature columns.")
-    if bad:
-        raise PLNLPError(f"the node feature file {path} has columns that are not all numbers "
-                         f"({', '.join(bad)}); fix them, fill their empty cells, or drop them.")
-    feature_ids = table.column("id")
-    if feature_ids.type != ids.type:
-        feature_ids, ids = feature_ids.cast(pa.string()), ids.cast(pa.string())
-    position = pc.fill_null(pc.index_in(feature_ids, value_set=ids), -1).to_numpy()
-    known = position >= 0
-    covered = np.zeros(len(ids), dtype=bool)
-    covered[position[known]] = True
-    if not covered.all():
-        raise PLNLPError(f"the node feature file {path} has no row for {int((~covered).sum())} of "
-                         f"the graph's {len(ids)} node ids (e.g. {ids[int(np.argmin(covered))]}); "
-                         "add a row for every node id.")
-    if known.sum() > len(ids):
-        raise PLNLPError(f"the node feature file {path} has several rows for one node id; keep "
-                         "one row per id.")
-    x = np.empty((len(ids), values.num_columns), dtype=np.float32)
-    x[position[known]] = np.column_stack([column.to_numpy() for column in values.columns])[known]
-    _refuse_non_finite(x, ids, values.column_names, path)
-    return torch.from_numpy(x), int((~known).sum())
-
-
-def _refuse_non_finite(x: np.ndarray, ids: pa.Array, names: list[str], path: Path) -> None:
-    """Refuses features holding NaN or infinity (or a number past float32's
-    range), which would make every score NaN, naming the first such cell."""
-    finite = np.isfinite(x)
-    if finite.all():
-        return
-    row, column = np.argwhere(~finite)[0]
-    raise PLNLPError(f"the node feature file {path} holds {int((~finite).sum())} values that are "
-                     f"NaN or infinite (or past float32's range), e.g. column {names[column]} of "
-                     f"node {ids[int(row)]}; replace them with numbers (0, a column's mean).")
-
-
 # Reading files ------------------------------------------------------------------
-
-def _read_table(path: Path, role: str) -> pa.Table:
-    if not path.is_file():
-        raise PLNLPError(f"the {role} file {path} does not exist; check the path.")
-    reader = _READERS.get(path.suffix.lower())
-    if reader is None:
-        raise PLNLPError(f"the {role} file {path} is neither .csv nor .parquet; save it as one "
-                         "of them.")
-    try:
-        table = reader(path) if path.stat().st_size else pa.table({})
-    except (pa.ArrowException, OSError) as error:
-        raise PLNLPError(f"the {role} file {path} could not be read as {path.suffix[1:]} "
-                         f"({first_line(error)}); fix or export it again.") from error
-    if table.num_rows == 0:
-        raise PLNLPError(f"the {role} file {path} is empty; it needs a header and at least "
-                         "one row.")
-    return table
-
 
 def _part_file(folder: Path, part: str) -> Path:
     """The one ``train``, ``valid`` or ``test`` file of a split folder."""
-    found = [folder / f"{part}{suffix}" for suffix in _READERS
+    found = [folder / f"{part}{suffix}" for suffix in READERS
              if (folder / f"{part}{suffix}").is_file()]
     if len(found) != 1:
         raise PLNLPError(f"the split folder {folder} has {len(found)} {part} files; give it "
                          f"exactly one, {part}.csv or {part}.parquet.")
     return found[0]
-
-
-def _require_columns(table: pa.Table, path: Path, names: Sequence[str]) -> None:
-    missing = [name for name in names if name not in table.column_names]
-    if missing:
-        raise PLNLPError(f"{path} has no column {', '.join(missing)} (its columns: "
-                         f"{', '.join(table.column_names)}); name its columns "
-                         f"{', '.join(names)}, in a header line for a CSV.")
-    empty = [name for name in names if table.column(name).null_count]
-    if empty:
-        raise PLNLPError(f"{path} has empty cells in column {', '.join(empty)}; fill or drop "
-                         "those rows.")
-
-
-def _numeric(kind: pa.DataType) -> bool:
-    return pa.types.is_integer(kind) or pa.types.is_floating(kind)
 
 
 def _index_ids(columns: list[pa.ChunkedArray]) -> tuple[pa.Array, list[np.ndarray]]:
@@ -384,7 +316,7 @@ def _weights(table: pa.Table, path: Path) -> np.ndarray | None:
     if "weight" not in table.column_names:
         return None
     column = table.column("weight")
-    if not _numeric(column.type) or column.null_count or not (column.to_numpy() >= 0).all():
+    if not is_numeric(column.type) or column.null_count or not (column.to_numpy() >= 0).all():
         raise PLNLPError(f"the weight column of {path} holds values that are not numbers of at "
                          "least 0; fix them, or drop the column to weigh every edge 1.")
     return column.to_numpy().astype(np.float32)
@@ -397,7 +329,7 @@ def _times(table: pa.Table, path: Path) -> np.ndarray:
                          f"split at random ({DEFAULT_SPLIT}).")
     column = table.column("time")
     try:
-        times = (column.to_numpy().astype(np.float64) if _numeric(column.type) else
+        times = (column.to_numpy().astype(np.float64) if is_numeric(column.type) else
                  pd.to_datetime(column.to_pandas(), utc=True, format="mixed").astype("int64")
                  .to_numpy())
     except (ValueError, TypeError, OverflowError):

@@ -312,6 +312,19 @@ ENTRIES: dict[str, Entry] = {
     "own-split-fractions": settings("split 'random:0.9,0.2,0.1' needs three positive fractions "
                                     "that sum to 1"),
     "own-hits-k": settings("--hits-k '20,x' is not a list of positive integers"),
+    "own-features-missing": settings("the node feature file"),
+    "own-features-empty": settings("is empty; it needs a header and at least one row."),
+    "own-features-no-values": settings("has no column besides id; add one numeric column"),
+    "own-features-not-numbers": settings("has columns that are not all numbers (a);"),
+    "own-features-repeated-id": settings("has several rows for node 3; keep one row per id."),
+    "own-features-uncovered": settings("has no row for 1 of the graph's 60 node ids (e.g. 59)"),
+    "own-features-non-finite": settings("holds 1 values that are NaN or infinite (or past "
+                                        "float32's range), e.g. column a of node 4;"),
+    "own-features-negative-index": settings("has the negative feature index -1 (node 2)"),
+    "own-features-index-type": settings("holds double values, neither integer indices nor"),
+    "own-features-repeated-entry": settings("has several rows for node 1 and feature 5;"),
+    "own-features-list-unparsable": settings("holds '1 two' for node 7, which is not a list"),
+    "own-features-list-type": settings("holds list<element: double> values, not lists of"),
     "unknown-model": settings("unknown model 'heuristic:katz'; choose plnlp or one of:"),
     # --resume
     "resume-missing-run": resume("there is no MLflow run 0123456789abcdef at sqlite:"),
@@ -482,8 +495,6 @@ ENTRIES: dict[str, Entry] = {
                                  "drop the column to weigh every edge 1."),
     "own-bad-labels": own_graph("holds values other than 0 and 1; mark positive pairs 1 and "
                                 "negative pairs 0."),
-    "own-features-uncovered": own_graph("has no row for 1 of the graph's 60 node ids (e.g. 59); "
-                                        "add a row for every node id."),
     "own-no-time": own_graph("a time split needs a time column, and"),
     "own-features-not-one-hot": own_graph("node 7's feature row is not one-hot over the 3 "
                                           "columns feature_categories declares"),
@@ -678,6 +689,21 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
                                         "--split", "random:0.9,0.2,0.1"],
     "own-hits-k": lambda tmp: ["--dataset", str(write(tmp / "g.csv", "src,dst\n1,2\n")),
                                "--hits-k", "20,x"],
+    "own-features-missing": lambda tmp: features_case(tmp, None),
+    "own-features-empty": lambda tmp: features_case(tmp, "id,a\n"),
+    "own-features-no-values": lambda tmp: features_case(tmp, "id\n" + ids_lines(60)),
+    "own-features-not-numbers": lambda tmp: features_case(
+        tmp, "id,a\n" + "".join(f"{i},{'x' if i == 3 else 1}\n" for i in range(60))),
+    "own-features-repeated-id": lambda tmp: features_case(tmp, "id,features\n3,1\n3,2\n"),
+    "own-features-uncovered": lambda tmp: features_case(
+        tmp, "id,a\n" + "".join(f"{i},0.5\n" for i in range(59))),
+    "own-features-non-finite": lambda tmp: features_case(
+        tmp, "id,a\n" + "".join(f"{i},{'inf' if i == 4 else 1}\n" for i in range(60))),
+    "own-features-negative-index": lambda tmp: features_case(tmp, "id,feature\n1,0\n2,-1\n"),
+    "own-features-index-type": lambda tmp: features_case(tmp, "id,feature\n1,0.5\n"),
+    "own-features-repeated-entry": lambda tmp: features_case(tmp, "id,feature\n1,5\n1,5\n"),
+    "own-features-list-unparsable": lambda tmp: features_case(tmp, "id,features\n7,1 two\n"),
+    "own-features-list-type": lambda tmp: features_case(tmp, None, fractions_parquet(tmp)),
     "unknown-model": lambda _: ["--dataset", "ddi", "--model", "heuristic:katz"],
     "register-heuristic": lambda _: ["--dataset", "ddi", "--model", "heuristic:cn",
                                      "--register", "links"],
@@ -726,6 +752,27 @@ def own_module(folder: Path, name: str, source: str) -> str:
     importlib.invalidate_caches()
     sys.modules.pop(name, None)
     return name
+
+
+def ids_lines(count: int) -> str:
+    return "".join(f"{i}\n" for i in range(count))
+
+
+def features_case(tmp: Path, text: str | None, path: Path | None = None) -> list[str]:
+    """A 60-node ring and ``--node-features`` of ``text`` (None: a file not
+    there, or ``path``)."""
+    edges = write(tmp / "g.csv", "src,dst\n" + "".join(f"{i},{(i + 1) % 60}\n"
+                                                      for i in range(60)))
+    features = path or (tmp / "f.csv" if text is None else write(tmp / "f.csv", text))
+    return ["--dataset", str(edges), "--node-features", str(features)]
+
+
+def fractions_parquet(tmp: Path) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": [1], "features": [[0.5]]}), tmp / "f.parquet")
+    return tmp / "f.parquet"
 
 
 def split_folder_without_test(tmp: Path) -> Path:
@@ -2000,10 +2047,6 @@ BAD_GRAPHS: dict[str, Callable[[Path], list[str]]] = {
     "own-bad-weights": lambda tmp: [str(write(tmp / "g.csv", "src,dst,weight\n" + "".join(
         f"{i},{i + 1},{-1 if i == 3 else 1}\n" for i in range(40))))],
     "own-bad-labels": lambda tmp: [str(labelled_folder(tmp))],
-    "own-features-uncovered": lambda tmp: [
-        str(write(tmp / "g.csv", "src,dst\n" + ring_edges(60))), "--node-features",
-        str(write(tmp / "f.csv", "id,a\n" + "".join(f"{i},0.5\n" for i in range(59)))),
-        "--set", "node_input=both", *FEATURES_STANDIN],
     "own-no-time": lambda tmp: [str(write(tmp / "g.csv", "src,dst\n" + ring_edges(40))),
                                 "--split", "time:0.8,0.1,0.1"],
     "own-features-not-one-hot": lambda tmp: [

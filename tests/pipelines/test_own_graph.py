@@ -92,3 +92,20 @@ def test_bad_own_graph_input_is_refused_in_one_sentence(tmp_path, capsys):
     assert "does not parse" in capsys.readouterr().err
     assert main(["--dataset", "ddi", "--model", "heuristic:katz"]) == 2
     assert "unknown model 'heuristic:katz'" in capsys.readouterr().err
+
+
+def test_sparse_features_as_lists_train_and_a_stray_id_is_warned_before_the_run(
+        ray_session, mlflow_store, tmp_path, capsys):
+    path = edge_list(tmp_path)
+    tags = [f"user{i},{i % 20} {(i * 7) % 20}" for i in range(300)] + ["ghost,3"]
+    features = tmp_path / "tags.csv"
+    features.write_text("id,features\n" + "\n".join(tags) + "\n")
+    argv = ["--dataset", str(path), "--node-features", str(features), *TINY,
+            "--set", "input_projection=16"]
+    assert main(argv) == 0
+    warning = (f"warning: the node feature file {features} has rows for 1 ids that are no node "
+               "of the graph (e.g. ghost); they are left out.")
+    assert warning in capsys.readouterr().err
+    _, run = the_run(mlflow_store, "plnlp-friends")
+    assert run.info.status == "FINISHED"
+    assert "the graph has 20 node features" in run.data.params["node_input_choice"]
