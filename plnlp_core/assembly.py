@@ -37,7 +37,8 @@ def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLP
     sampled = config.fanouts is not None
     node_input = NodeInput(config.node_input, num_nodes, config.embedding_dim, info.feature_dim,
                            config.embedding_init, config.input_dropout, config.feature_categories,
-                           sparse=sampled, projection=config.input_projection)
+                           sparse=sampled, projection=config.input_projection,
+                           projection_dropout=config.projection_dropout)
     encoder = GNNEncoder(
         encoder_layer(config), node_input.out_channels, config.hidden_channels,
         config.encoder_layers, config.dropout, config.activate_last_layer,

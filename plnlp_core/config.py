@@ -38,6 +38,7 @@ class PLNLPConfig(CheckedSettings):
     embedding_init: str = "xavier"
     input_dropout: float = 0.0
     input_projection: int | None = None  # None: the node input itself
+    projection_dropout: float = 0.0  # on the projected input (input_projection)
     hidden_channels: int = 256
     encoder_layers: int = 2
     dropout: float = 0.0
@@ -190,6 +191,7 @@ PARTS = (
     Part(("node_input",), ("feature_categories",), lambda c: c.node_input == "embedding"),
     Part(("node_input", "feature_categories"), ("embedding_dim", "embedding_init"),
          lambda c: c.node_input == "features" and c.feature_categories is None),
+    Part(("input_projection",), ("projection_dropout",), lambda c: c.input_projection is None),
     Part(("encoder",), ENCODER_SETTINGS, lambda c: c.encoder == "none"),
     Part(("encoder",), ("activate_last_layer", "encoder_layer_norm", "encoder_relu"),
          lambda c: c.encoder in WEIGHT_FREE_ENCODERS),
@@ -216,7 +218,7 @@ PARTS = (
     Part(("heart_negatives",), ("heart_mode", "heart_files"), lambda c: not c.heart_negatives),
 )
 """The parts a config may leave out (random walks, an embedding, the
-encoder's layers, the edge level, NCN, the edge MLP's counts, a predictor's
+input projection, the encoder's layers, the edge level, NCN, the edge MLP's counts, a predictor's
 MLP, weighted margins, a sampler's own settings, HeaRT's evaluation): a run
 that leaves a part out logs none of its settings. A part of one's own keeps
 the settings it may read (``candidate_pool``, ``edge_margin``)."""

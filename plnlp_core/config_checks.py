@@ -86,6 +86,10 @@ def check_settings(config: "CheckedSettings", info: DatasetInfo) -> None:
                 "input_projection"):
         if getattr(config, key) is not None and getattr(config, key) < 1:
             raise PLNLPError(f"{key} must be at least 1, got {getattr(config, key)}.")
+    if config.projection_dropout and config.input_projection is None:
+        raise PLNLPError("projection_dropout drops the projected node input, and "
+                         "input_projection is null; set input_projection, or leave "
+                         "projection_dropout at 0.")
     if config.feature_categories is not None and config.feature_categories < 2:
         raise PLNLPError(f"feature_categories must be at least 2 or null (features used "
                          f"raw), got {config.feature_categories}.")
@@ -96,7 +100,7 @@ def check_settings(config: "CheckedSettings", info: DatasetInfo) -> None:
         raise PLNLPError(f"clip_grad_norm must be positive or null (off), "
                          f"got {config.clip_grad_norm}.")
     for key in ("dropout", "predictor_dropout", "input_dropout", "edge_dropout",
-                "encoder_edge_dropout"):
+                "encoder_edge_dropout", "projection_dropout"):
         if not 0.0 <= getattr(config, key) < 1.0:
             raise PLNLPError(f"{key} must be in [0, 1), got {getattr(config, key)}.")
     for key in ("lr", "l2", "generator_lr"):

@@ -28,10 +28,12 @@ class NodeInput(nn.Module):
     species this way (the argmax of its 58 one-hot features).
 
     With ``projection`` :math:`P` the dropped-out input is mapped linearly
-    to :math:`P` channels, :math:`\mathbf{h}^{(0)}_i = \mathbf{W}\,
-    \mathrm{drop}_p(\mathbf{e}_i \| \mathbf{x}_i) + \mathbf{b}` (NCN's
-    input layer before weight-free propagation), the features' part from
-    their non-zero entries alone (:class:`InputProjection`).
+    to :math:`P` channels, :math:`\mathbf{h}^{(0)}_i = \mathrm{drop}_q\big(
+    \mathbf{W}\, \mathrm{drop}_p(\mathbf{e}_i \| \mathbf{x}_i) +
+    \mathbf{b}\big)` (NCN's input layer before weight-free propagation,
+    :math:`q` its ``--gnndp``: the dropout falls before the propagation,
+    so that a node's propagated vector averages its neighbours' masks), the
+    features' part from their non-zero entries alone (:class:`InputProjection`).
 
     Args:
         kind (str): ``"embedding"``, ``"features"`` or ``"both"``.
@@ -47,6 +49,8 @@ class NodeInput(nn.Module):
             :class:`~plnlp_core.sparse_adam.RowAdam`). (default: ``False``)
         projection (int, optional): Map the input linearly to this many
             channels. (default: ``None``: the input itself)
+        projection_dropout (float): Dropout :math:`q` on the projected
+            input. (default: ``0.0``)
 
     Shapes:
         - **input:** node features :math:`(N, F)` or ``None``
@@ -56,9 +60,10 @@ class NodeInput(nn.Module):
     def __init__(self, kind: str, num_nodes: int, embedding_dim: int, feature_dim: int,
                  init: str = "xavier", dropout: float = 0.0,
                  num_categories: int | None = None, sparse: bool = False,
-                 projection: int | None = None) -> None:
+                 projection: int | None = None, projection_dropout: float = 0.0) -> None:
         super().__init__()
         self.kind = kind
+        self.projection_dropout = projection_dropout
         self.init = init
         self.dropout = dropout
         self.use_embedding = kind in ("embedding", "both")
@@ -116,13 +121,13 @@ class NodeInput(nn.Module):
         return self.feature_projection is not None or self.embedding_projection is not None
 
     def _project(self, parts: list[Tensor]) -> Tensor:
-        r""":math:`\mathbf{W} \mathrm{drop}_p(\mathbf{e} \| \mathbf{x}) + \mathbf{b}`,
-        one block of :math:`\mathbf{W}` a part."""
+        r""":math:`\mathrm{drop}_q(\mathbf{W} \mathrm{drop}_p(\mathbf{e} \| \mathbf{x}) +
+        \mathbf{b})`, one block of :math:`\mathbf{W}` a part."""
         out = self.feature_projection(parts[-1]) if self.use_features else 0
         if self.use_embedding:
             dropped = nn.functional.dropout(parts[0], self.dropout, self.training)
             out = out + self.embedding_projection(dropped)
-        return out
+        return nn.functional.dropout(out, self.projection_dropout, self.training)
 
     def __repr__(self) -> str:
         categories = "" if self.categories is None else \

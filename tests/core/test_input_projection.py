@@ -73,3 +73,14 @@ def test_a_projection_below_one_channel_is_refused_and_a_weight_free_encoder_tak
     with pytest.raises(PLNLPError, match="input_projection to 16"):
         PLNLPConfig.from_mapping(settings).validate(info)
     PLNLPConfig.from_mapping({**settings, "input_projection": 16}).validate(info)
+
+
+def test_projection_dropout_drops_the_projected_channels_in_training_alone():
+    x = bag_of_words()
+    node_input = NodeInput("features", 30, 6, 50, projection=64, projection_dropout=0.75)
+    projected = node_input.feature_projection(x)
+    out = node_input.train()(x)
+    kept = out != 0
+    assert torch.allclose(out[kept], projected[kept] / 0.25, atol=1e-5)
+    assert 0.15 < kept.float().mean() < 0.35  # about a quarter of the channels kept
+    assert torch.allclose(node_input.eval()(x), projected, atol=1e-6)

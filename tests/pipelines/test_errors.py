@@ -175,6 +175,8 @@ ENTRIES: dict[str, Entry] = {
     "below-one": settings("num_neg must be at least 1, got 0."),
     "clip-not-positive": settings("clip_grad_norm must be positive or null (off), got 0.0."),
     "dropout-range": settings("dropout must be in [0, 1), got 1.5."),
+    "projection-dropout-without-projection": settings("projection_dropout drops the projected "
+                                                      "node input, and input_projection is null"),
     "lr-not-positive": settings("lr must be positive, got 0.0."),
     "walk-length-negative": settings("walk_length must be 0 (off) or positive, got -1."),
     "initial-residual-negative": settings("encoder_initial_residual must be 0 (off) or "
@@ -621,6 +623,8 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
     "below-one": lambda _: ["--dataset", "ddi", "--set", "num_neg=0"],
     "clip-not-positive": lambda _: ["--dataset", "ddi", "--set", "clip_grad_norm=0"],
     "dropout-range": lambda _: ["--dataset", "ddi", "--set", "dropout=1.5"],
+    "projection-dropout-without-projection": lambda _: ["--dataset", "ddi", "--preset", "smoke",
+                                                        "--set", "projection_dropout=0.5"],
     "lr-not-positive": lambda _: ["--dataset", "ddi", "--set", "lr=0"],
     "walk-length-negative": lambda _: ["--dataset", "ddi", "--set", "walk_length=-1"],
     "initial-residual-negative": lambda _: ["--dataset", "ddi", "--set",
