@@ -20,6 +20,7 @@ from plnlp_core.graph import (
 )
 from plnlp_core.losses import LOSSES, WEIGHTED_LOSSES, LossFn
 from plnlp_core.nn import EDGE_PREDICTORS, ENCODER_LEVELS, GNNEncoder, NodeInput, PLNLPModel
+from plnlp_core.nn.edge_level.completion import Completion
 from plnlp_core.nn.model import unwrap
 from plnlp_core.parts.import_path import is_import_path
 from plnlp_core.parts.kinds import ENCODER, LOSS, SAMPLER, kind_of
@@ -92,6 +93,14 @@ def own_predictor(config: PLNLPConfig, in_channels: int) -> nn.Module:
     return kind.build(kind.resolve(config.predictor), given, config.predictor_options)
 
 
+def completion(config: PLNLPConfig) -> Completion | None:
+    """NCNC's completion as ``config`` sets it (``ncn_completion``), else ``None``."""
+    if not config.ncn_completion:
+        return None
+    return Completion(config.ncn_completion_scale, config.ncn_completion_offset,
+                      config.ncn_completion_threshold, config.ncn_completion_alpha)
+
+
 def build_edge_predictor(config: PLNLPConfig, in_channels: int) -> nn.Module:
     """The edge-level predictor ``config.predictor`` names (``mlp``,
     ``ncn``, or one of one's own) over node vectors of size ``in_channels``."""
@@ -101,7 +110,8 @@ def build_edge_predictor(config: PLNLPConfig, in_channels: int) -> nn.Module:
         "mlp": {"num_layers": config.predictor_layers, "path_length": config.edge_path_length,
                 "counts": config.edge_counts is not False},
         "ncn": {"xlin": config.ncn_xlin, "tail_activation": config.ncn_tail_activation,
-                "two_layer_output": config.ncn_two_layer_output, "beta": config.ncn_beta},
+                "two_layer_output": config.ncn_two_layer_output, "beta": config.ncn_beta,
+                "completion": completion(config)},
     }
     return EDGE_PREDICTORS.get(config.predictor)(
         in_channels, config.predictor_hidden, dropout=config.predictor_dropout,

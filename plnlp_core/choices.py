@@ -102,7 +102,9 @@ can thin them."""
 
 EDGE_LEVEL_SETTINGS = {"target_edge_removal": True, "edge_dropout": 0.0, "edge_path_length": 2,
                        "edge_counts": None, "ncn_xlin": False, "ncn_tail_activation": False,
-                       "ncn_two_layer_output": False, "ncn_beta": 1.0}
+                       "ncn_two_layer_output": False, "ncn_beta": 1.0, "ncn_completion": False,
+                       "ncn_completion_scale": 4.3, "ncn_completion_offset": 2.8,
+                       "ncn_completion_threshold": 0.75, "ncn_completion_alpha": 1.0}
 """The edge level's settings and their defaults, which the node level refuses
 other values of."""
 

@@ -63,6 +63,11 @@ class PLNLPConfig(CheckedSettings):
     ncn_tail_activation: bool = False
     ncn_two_layer_output: bool = False
     ncn_beta: float = 1.0
+    ncn_completion: bool = False  # NCNC: one-sided neighbours weighted by their links' scores
+    ncn_completion_scale: float = 4.3
+    ncn_completion_offset: float = 2.8
+    ncn_completion_threshold: float = 0.75
+    ncn_completion_alpha: float = 1.0
     # predictor (§4.2)
     predictor: str = "dot"
     predictor_hidden: int = 256
@@ -164,6 +169,10 @@ LAYERLESS_PREDICTORS = ("dot", "bilinear")
 """Node-level predictors without hidden layers, which ignore the
 ``predictor_hidden``, ``predictor_layers`` and ``predictor_dropout`` settings."""
 
+COMPLETION_SETTINGS = ("ncn_completion_scale", "ncn_completion_offset",
+                       "ncn_completion_threshold", "ncn_completion_alpha")
+"""The settings of NCNC's completion, read only with ``ncn_completion``."""
+
 ENCODER_SETTINGS = ("hidden_channels", "encoder_layers", "dropout", "activate_last_layer",
                     "encoder_relu", "encoder_residual", "encoder_layer_norm",
                     "encoder_edge_dropout", "encoder_initial_residual")
@@ -202,6 +211,7 @@ PARTS = (
     Part(("encoder_level", "encoder"), ("node_target_edge_removal",),
          lambda c: c.encoder_level != "node" or c.encoder == "none"),
     Part(("predictor",), tuple(NCN_SETTINGS), lambda c: c.predictor != "ncn"),
+    Part(("ncn_completion",), COMPLETION_SETTINGS, lambda c: not c.ncn_completion),
     Part(("predictor",), ("edge_counts", "edge_path_length"), lambda c: c.predictor != "mlp"),
     Part(("predictor", "encoder_level"), ("predictor_residual",),
          lambda c: c.predictor != "mlp" or c.encoder_level != "node"),

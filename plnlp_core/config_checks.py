@@ -86,6 +86,10 @@ def check_settings(config: "CheckedSettings", info: DatasetInfo) -> None:
                 "input_projection"):
         if getattr(config, key) is not None and getattr(config, key) < 1:
             raise PLNLPError(f"{key} must be at least 1, got {getattr(config, key)}.")
+    if not 0 < config.ncn_completion_threshold <= 1 or config.ncn_completion_alpha < 0:
+        raise PLNLPError(f"ncn_completion_threshold must be in (0, 1] and ncn_completion_alpha "
+                         f"at least 0, got {config.ncn_completion_threshold} and "
+                         f"{config.ncn_completion_alpha}.")
     if config.projection_dropout and config.input_projection is None:
         raise PLNLPError("projection_dropout drops the projected node input, and "
                          "input_projection is null; set input_projection, or leave "

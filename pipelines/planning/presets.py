@@ -34,26 +34,48 @@ edges (docs/method.md) and grows with the graph; the node level with
 neighbour sampling costs a step the same at any size."""
 
 
+SPARSE_BELOW_DEGREE = 3.3
+"""The mean degree (2 x edges / nodes) below which a graph with node
+features starts from the sparse recipe (``sparse`` of ``planetoid.yaml``,
+``sparse_features`` of ``own.yaml``): where common neighbours are rare the
+features carry the links, and a wider model with heavy dropout fits them
+(CiteSeer, 2.74: test Hits@100 92 against 88.5; Cora, 3.90, and the
+denser graphs of ``benchmarks/feature_graphs.py`` lose with it)."""
+
+
 def default_preset(own_graph: bool, num_edges: int | None = None, features: bool = False,
-                   dataset: str = "") -> str:
+                   dataset: str = "", mean_degree: float | None = None) -> str:
     """The preset a run starts from unless told: ``paper`` for an OGB
-    dataset, ``default`` for a Planetoid graph; for a graph of one's own,
-    ``features`` where it has node features, else ``default`` (its edge
-    level), or ``sampled`` (the node level with neighbour sampling) from
-    :data:`SAMPLED_FROM_EDGES` edges on."""
+    dataset; for a Planetoid graph ``default``, or ``sparse`` below
+    :data:`SPARSE_BELOW_DEGREE`; for a graph of one's own ``features`` where
+    it has node features (``sparse_features`` below that degree), else
+    ``default`` (its edge level), or ``sampled`` (the node level with
+    neighbour sampling) from :data:`SAMPLED_FROM_EDGES` edges on."""
     if not own_graph:
-        return "default" if presets_file(dataset, False) == PLANETOID_PRESETS else "paper"
+        if presets_file(dataset, False) != PLANETOID_PRESETS:
+            return "paper"
+        return "sparse" if is_sparse(DATASETS.get(dataset).mean_degree) else "default"
     if num_edges is not None and num_edges >= SAMPLED_FROM_EDGES:
         return "sampled"
-    return "features" if features else "default"
+    if features:
+        return "sparse_features" if is_sparse(mean_degree) else "features"
+    return "default"
 
 
-def preset_choice(num_edges: int, features: bool = False) -> str:
+def is_sparse(mean_degree: float | None) -> bool:
+    """Whether a graph of ``mean_degree`` takes the sparse recipe."""
+    return mean_degree is not None and mean_degree < SPARSE_BELOW_DEGREE
+
+
+def preset_choice(num_edges: int, features: bool = False,
+                  mean_degree: float | None = None) -> str:
     """Why a graph of one's own of ``num_edges`` edges starts from the preset it does."""
-    chosen = default_preset(True, num_edges, features)
-    if chosen == "features":
-        return (f"preset features: the graph has node features and {num_edges:,} edges, fewer "
-                f"than {SAMPLED_FROM_EDGES:,} (--preset chooses another)")
+    chosen = default_preset(True, num_edges, features, mean_degree=mean_degree)
+    if chosen in ("features", "sparse_features"):
+        side = "below" if chosen == "sparse_features" else "at least"
+        return (f"preset {chosen}: the graph has node features, {num_edges:,} edges, fewer "
+                f"than {SAMPLED_FROM_EDGES:,}, and a mean degree of {mean_degree:.2f}, {side} "
+                f"{SPARSE_BELOW_DEGREE} (--preset chooses another)")
     side = "at least" if chosen == "sampled" else "fewer than"
     return (f"preset {chosen}: the graph has {num_edges:,} edges, {side} "
             f"{SAMPLED_FROM_EDGES:,} (the edge level below, the node level with neighbour "

@@ -160,13 +160,13 @@ class GraphSource:
         """``paper`` for an OGB dataset; for a graph of one's own
         ``default``, or ``sampled`` for a large one (:func:`default_preset`)."""
         return default_preset(self.path is not None, self.num_edges, self.info.feature_dim > 0,
-                              self.info.name)
+                              self.info.name, self.info.mean_degree)
 
     @property
     def preset_choice(self) -> str | None:
         """Why a graph of one's own starts from its default preset."""
-        return None if self.num_edges is None else preset_choice(self.num_edges,
-                                                                   self.info.feature_dim > 0)
+        return None if self.num_edges is None else preset_choice(
+            self.num_edges, self.info.feature_dim > 0, self.info.mean_degree)
 
     @property
     def label(self) -> str:

@@ -6,8 +6,10 @@ resolved and validated, a preset made for a GPU confirmed, or, with
 looks it up in MLflow and is imported only then, so that ``--help`` and a
 refused setting answer at once; a graph of one's own is read with pyarrow
 and torch, imported only for one)."""
+import dataclasses
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipelines.planning.node_input import with_node_input
 from pipelines.planning.presets import (
@@ -22,6 +24,9 @@ from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
 from plnlp_core.preflight.checks import check_config
+
+if TYPE_CHECKING:
+    from plnlp_core.data.node_features import FeatureTable
 
 
 def plan_run(request: RunRequest) -> RunPlan:
@@ -71,17 +76,19 @@ def graph_source(dataset: str, graph: GraphFlags) -> GraphSource:
     from plnlp_core.data.own_graph import count_edges, describe_own_graph, parse_split
 
     parse_split(graph.split or DEFAULT_SPLIT)
-    info = describe_own_graph(path, graph.directed, checked_features(path, graph.node_features),
-                              cut_offs(graph.hits_k))
-    return GraphSource(info, path, count_edges(path))
+    num_edges = count_edges(path)
+    info = describe_own_graph(path, graph.directed, 0, cut_offs(graph.hits_k))
+    if graph.node_features is not None:
+        table = checked_features(path, graph.node_features)
+        info = dataclasses.replace(info, feature_dim=table.num_features,
+                                   mean_degree=2 * num_edges / table.num_nodes)
+    return GraphSource(info, path, num_edges)
 
 
-def checked_features(path: Path, features: str | None) -> int:
-    """The number of features in ``features`` (0 for none), the file read
-    and checked over the graph's nodes before anything starts; its rows for
-    ids the graph lacks are said in a warning and left out."""
-    if features is None:
-        return 0
+def checked_features(path: Path, features: str) -> "FeatureTable":
+    """The node features of ``features`` over the graph at ``path``, read
+    and checked before anything starts; its rows for ids the graph lacks
+    are said in a warning and left out."""
     from plnlp_core.data.own_graph import own_node_features
 
     table = own_node_features(path, features)
@@ -89,7 +96,7 @@ def checked_features(path: Path, features: str | None) -> int:
         print(f"warning: the node feature file {features} has rows for {len(table.extra_ids)} "
               f"ids that are no node of the graph (e.g. {table.extra_ids[0]}); they are left "
               "out.", file=sys.stderr)
-    return table.num_features
+    return table
 
 
 def check_drawn_split(spec: str, dataset: str) -> None:

@@ -34,6 +34,7 @@ class DatasetInfo:
     hits_k: tuple[int, ...] = (20, 50, 100)
     family: str = "ogb"  # or "planetoid" (plnlp_core.data.planetoid)
     extra_metrics: tuple[str, ...] = ()  # "auc", "mrr" beside the Hits@K of a Hits@K dataset
+    mean_degree: float | None = None  # 2 x edges / nodes, where known before the graph is read
 
     @property
     def dir_name(self) -> str:
@@ -74,8 +75,10 @@ for _info in (
     # Planetoid's, scored as NCN/NCNC score them (Hits@100 against as many negatives as
     # positives) and as GAE and HeaRT do (AUC, MRR)
     *(DatasetInfo(name.lower(), f"planetoid-{name}", "hits@100", directed=False,
-                  feature_dim=dim, family="planetoid", extra_metrics=("auc", "mrr"))
-      for name, dim in (("Cora", 1433), ("CiteSeer", 3703), ("PubMed", 500))),
+                  feature_dim=dim, family="planetoid", extra_metrics=("auc", "mrr"),
+                  mean_degree=2 * edges / nodes)
+      for name, dim, nodes, edges in (("Cora", 1433, 2708, 5278), ("CiteSeer", 3703, 3327, 4552),
+                                      ("PubMed", 500, 19717, 44324))),
 ):
     DATASETS.register(_info.name)(_info)
 

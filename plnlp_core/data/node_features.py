@@ -43,6 +43,7 @@ class FeatureTable:
         columns (np.ndarray): Each entry's feature index.
         values (np.ndarray): Each entry's value, float32.
         num_features (int): The number of feature columns.
+        num_nodes (int): The graph's nodes.
         extra_ids (np.ndarray): The file's ids that name no node of the graph.
     """
 
@@ -50,11 +51,12 @@ class FeatureTable:
     columns: np.ndarray
     values: np.ndarray
     num_features: int
+    num_nodes: int
     extra_ids: np.ndarray
 
-    def dense(self, num_nodes: int) -> Tensor:
+    def dense(self) -> Tensor:
         """The features as the model reads them, float32 ``[num_nodes, num_features]``."""
-        x = torch.zeros(num_nodes, self.num_features)
+        x = torch.zeros(self.num_nodes, self.num_features)
         x[torch.from_numpy(self.rows), torch.from_numpy(self.columns)] = \
             torch.from_numpy(self.values)
         return x
@@ -117,7 +119,7 @@ def _wide(table: pa.Table, path: Path, ids: pa.Array) -> FeatureTable:
     _refuse_non_finite(matrix, position[known], values.column_names, path, ids)
     rows, columns = np.nonzero(matrix)
     return FeatureTable(position[known][rows], columns.astype(np.int64), matrix[rows, columns],
-                        values.num_columns, extra)
+                        values.num_columns, len(ids), extra)
 
 
 def _long(table: pa.Table, path: Path, ids: pa.Array) -> FeatureTable:
@@ -147,7 +149,7 @@ def _long(table: pa.Table, path: Path, ids: pa.Array) -> FeatureTable:
         shown = column if names is None else names[column]
         raise PLNLPError(f"the node feature file {path} has several rows for node {ids[node]} "
                          f"and feature {shown}; keep one row per node and feature.")
-    return FeatureTable(rows, columns, values, num_features, extra)
+    return FeatureTable(rows, columns, values, num_features, len(ids), extra)
 
 
 def _value_column(table: pa.Table, path: Path) -> np.ndarray:
@@ -171,7 +173,7 @@ def _lists(table: pa.Table, path: Path, ids: pa.Array) -> FeatureTable:
     rows, columns = rows[known], columns[known]
     _refuse_negative(columns, rows, path, ids)
     return FeatureTable(rows, columns, np.ones(len(rows), dtype=np.float32),
-                        int(columns.max(initial=-1)) + 1, extra)
+                        int(columns.max(initial=-1)) + 1, len(ids), extra)
 
 
 def _integer_lists(column: pa.Array, path: Path, file_ids: pa.ChunkedArray) -> pa.Array:

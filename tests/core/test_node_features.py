@@ -28,7 +28,7 @@ def write(tmp_path, name: str, text: str):
 def test_the_wide_and_the_long_form_give_the_same_matrix(tmp_path, name, text):
     table = read_node_features(write(tmp_path, name, text), IDS)
     assert table.num_features == 4
-    assert torch.equal(table.dense(4), EXPECTED)
+    assert torch.equal(table.dense(), EXPECTED)
 
 
 def test_the_list_forms_mark_each_nodes_active_features(tmp_path):
@@ -38,7 +38,7 @@ def test_the_list_forms_mark_each_nodes_active_features(tmp_path):
     expected = (EXPECTED > 0).float()
     for path in (csv, parquet):
         table = read_node_features(path, IDS)
-        assert torch.equal(table.dense(4), expected), path
+        assert torch.equal(table.dense(), expected), path
         assert len(table.rows) == 5  # the non-zero entries, nothing of nodes x features
 
 
@@ -47,7 +47,7 @@ def test_long_feature_names_are_numbered_in_sorted_order_and_a_node_without_rows
     path = write(tmp_path, "long.csv", "id,feature\n10,cat\n12,ant\n12,dog\n")
     table = read_node_features(path, IDS)
     assert table.num_features == 3
-    assert table.dense(4).tolist() == [[0, 1, 0], [0, 0, 0], [1, 0, 1], [0, 0, 0]]
+    assert table.dense().tolist() == [[0, 1, 0], [0, 0, 0], [1, 0, 1], [0, 0, 0]]
 
 
 def test_rows_for_ids_the_graph_lacks_are_left_out_and_named(tmp_path):

@@ -177,6 +177,8 @@ ENTRIES: dict[str, Entry] = {
     "dropout-range": settings("dropout must be in [0, 1), got 1.5."),
     "projection-dropout-without-projection": settings("projection_dropout drops the projected "
                                                       "node input, and input_projection is null"),
+    "completion-range": settings("ncn_completion_threshold must be in (0, 1] and "
+                                 "ncn_completion_alpha at least 0, got 1.5 and 1.0."),
     "lr-not-positive": settings("lr must be positive, got 0.0."),
     "walk-length-negative": settings("walk_length must be 0 (off) or positive, got -1."),
     "initial-residual-negative": settings("encoder_initial_residual must be 0 (off) or "
@@ -625,6 +627,8 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
     "dropout-range": lambda _: ["--dataset", "ddi", "--set", "dropout=1.5"],
     "projection-dropout-without-projection": lambda _: ["--dataset", "ddi", "--preset", "smoke",
                                                         "--set", "projection_dropout=0.5"],
+    "completion-range": lambda _: ["--dataset", "cora", "--set", "ncn_completion=true",
+                                   "--set", "ncn_completion_threshold=1.5"],
     "lr-not-positive": lambda _: ["--dataset", "ddi", "--set", "lr=0"],
     "walk-length-negative": lambda _: ["--dataset", "ddi", "--set", "walk_length=-1"],
     "initial-residual-negative": lambda _: ["--dataset", "ddi", "--set",
