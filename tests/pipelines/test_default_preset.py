@@ -1,6 +1,8 @@
-"""The preset a graph of one's own starts from: the edge level below
-SAMPLED_FROM_EDGES edges, the node level with neighbour sampling from
-there on, the choice printed and kept with the run's params."""
+"""The preset a graph starts from: for a graph of one's own the edge level
+below SAMPLED_FROM_EDGES edges, the node level with neighbour sampling from
+there on, and with node features the recipe of its mean degree, the choice
+printed and kept with the run's params; for Planetoid's graphs the recipe
+of theirs."""
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -57,10 +59,17 @@ def test_a_graph_with_node_features_trains_on_them_by_default_and_says_why(tmp_p
     out; the run prints and logs which input it trains on and why."""
     edges = write_edges(tmp_path, 300, ".csv")
     graph = GraphFlags(node_features=str(write_features(tmp_path, 300)))
-    default = plan_run(RunRequest(dataset=str(edges), graph=graph))
-    assert default.preset == "features" and default.config.node_input == "features"
-    assert "preset features: the graph has node features and 300 edges" \
-        in default.params()["preset_choice"]
+    default = plan_run(RunRequest(dataset=str(edges), graph=graph))  # mean degree 2
+    assert default.preset == "sparse_features" and default.config.node_input == "features"
+    assert default.params()["preset_choice"] == (
+        "preset sparse_features: the graph has node features, 300 edges, fewer than 250,000, "
+        "and a mean degree of 2.00, below 3.3 (--preset chooses another)")
+    denser = tmp_path / "denser.csv"
+    denser.write_text("src,dst\n" + "".join(f"n{i},n{(i + step) % 300}\n" for i in range(300)
+                                            for step in (1, 2)))
+    dense = plan_run(RunRequest(dataset=str(denser), graph=graph))
+    assert dense.preset == "features" and dense.config.dropout == 0.0
+    assert "a mean degree of 4.00, at least 3.3" in dense.params()["preset_choice"]
     node = plan_run(RunRequest(dataset=str(edges), graph=graph, preset="node"))
     assert node.config.node_input == "both"
     assert node.params()["node_input_choice"] == (
@@ -86,3 +95,12 @@ def test_cora_starts_from_the_planetoid_feature_preset_on_ncn_s_split():
     assert plan.request.graph.split_of(plan.source.info) == "random:0.70,0.10,0.20"
     assert plan.source.info.main_metric_key == "hits_100"
     assert plan.source.info.metric_keys == ["hits_20", "hits_50", "hits_100", "auc", "mrr"]
+
+
+def test_planetoids_graphs_start_from_the_recipe_of_their_mean_degree():
+    assert presets.default_preset(False, dataset="cora") == "default"  # 3.90
+    assert presets.default_preset(False, dataset="citeseer") == "sparse"  # 2.74
+    assert presets.default_preset(False, dataset="pubmed") == "default"  # 4.50
+    citeseer = plan_run(RunRequest(dataset="citeseer"))
+    assert citeseer.preset == "sparse" and citeseer.config.dropout == 0.75
+    assert plan_run(RunRequest(dataset="cora")).config.edge_dropout == 0.4
