@@ -5,6 +5,7 @@ same seed."""
 import hashlib
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -72,6 +73,29 @@ def test_a_changed_byte_is_refused_before_pyg_unpickles_anything(ddi_root, tmp_p
         load_planetoid(DATASETS.get(name.lower()), root, tmp_path / "work", NCN, 0)
     assert str(changed) in str(error.value)
     assert not (tmp_path / "work" / "planetoid" / name / "processed").exists()
+
+
+def test_a_download_gets_the_same_check(ddi_root, tmp_path, monkeypatch):
+    """Where the data root lacks the files, PyG's download fetches them, and
+    a changed byte in what it fetched is refused before PyG unpickles it."""
+    import shutil as copying
+
+    from torch_geometric.io import fs
+
+    mirror = copied_raw(ddi_root, tmp_path, "CiteSeer")
+    served = raw_folder(mirror, "CiteSeer")
+    changed = served / "ind.citeseer.graph"
+    changed.chmod(0o644)
+    changed.write_bytes(changed.read_bytes() + b" ")
+
+    def download(url, folder):
+        copying.copyfile(served / url.rsplit("/", 1)[1], Path(folder) / url.rsplit("/", 1)[1])
+
+    monkeypatch.setattr(fs, "cp", download)
+    with pytest.raises(PLNLPError, match="ind.citeseer.graph is not the published CiteSeer "
+                                         "file"):
+        load_planetoid(DATASETS.get("citeseer"), tmp_path / "empty", tmp_path / "work", NCN, 0)
+    assert not (tmp_path / "work" / "planetoid" / "CiteSeer" / "processed").exists()
 
 
 def test_the_shared_citeseer_is_read_by_name_with_no_file_of_the_users(ddi_root, tmp_path):
