@@ -13,7 +13,7 @@ pod, and train and evaluate record one MLflow run at ``MLFLOW_TRACKING_URI``.
 ``--run-local`` runs the steps as subprocesses here (kfp's local runner).
 
 The pipeline lives in ``pipelines/runtime/kubeflow/``: the steps
-(``components.py``, their work in ``steps.py``), what the pods ask of a
+(``kfp_components.py``, their work in ``steps.py``), what the pods ask of a
 cluster (``cluster.py``), the graph (``graph.py``) and the local runner
 (``local_run.py``); this module is the command.
 """

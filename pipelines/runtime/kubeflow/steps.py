@@ -1,5 +1,5 @@
 r"""What each step of the Kubeflow pipeline does, in plain Python (its kfp
-shells are in ``components.py``): the stages of ``pipelines/run.py`` on the
+shells are in ``kfp_components.py``): the stages of ``pipelines/run.py`` on the
 folders kfp gives a step for its inputs and outputs, and the sweep as
 ``pipelines/tune.py`` plans and runs it. Nothing here imports kfp, whose ``dsl``
 holds only its artifact types inside a running step.
