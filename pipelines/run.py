@@ -19,6 +19,7 @@ import dataclasses
 import sys
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from components.train.startup import mark_command_start
 from pipelines.planning.arguments import run_request
@@ -29,6 +30,11 @@ from pipelines.runtime.process_exit import skip_final_collection
 from plnlp_core.choices import PART_KINDS
 from plnlp_core.errors import PLNLPError
 from plnlp_core.parts.import_path import import_path_of
+
+if TYPE_CHECKING:  # the stages load only once the arguments are valid
+    from components.artifacts import DatasetArtifact, HeartArtifact
+    from components.storage.location import Location
+    from pipelines.runtime.storage_roots import StorageRoots
 
 # The job's modules (torch, PyG, MLflow's client, the stages): imported while Ray starts
 JOB_MODULES = ("pipelines.runtime.job", "components.train.training_actor",
@@ -71,29 +77,42 @@ def pipeline(plan: RunPlan) -> dict[str, float]:
 def score(plan: RunPlan) -> dict[str, float]:
     """Loads the graph once, then scores it with a heuristic, or trains one
     seed, or ``--runs`` seeds as nested runs whose final metrics are
-    summarised as mean and std (a graph whose split is drawn, Planetoid's,
-    is split anew for each: split seed ``--split-seed + i`` for seed
-    ``seed + i``). A resumed run goes on with its unfinished
-    seeds."""
-    # Ray, MLflow and the stages load only once the arguments are valid.
-    import ray
+    summarised as mean and std (:func:`train_seeds`)."""
+    loaded = load(plan)
+    if plan.model != "plnlp":
+        return score_heuristic(plan, loaded)
+    if plan.runs == 1:
+        from components.recording.reads import active_run_info
+        from components.train_and_evaluate import train_and_evaluate
 
-    from components.evaluate import evaluate_heuristic
+        request = plan.request
+        final = train_and_evaluate(loaded.dataset, plan.config, request.workers,
+                                   loaded.checkpoints, request.max_failures, heart=loaded.heart)
+        register(plan, {active_run_info().run_id: final})
+        return final
+    return train_seeds(plan, loaded)
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What the seeds of a run share: the graph as the load stage gave it,
+    HeaRT's negatives of its split, the storage roots and where checkpoints go."""
+
+    dataset: "DatasetArtifact"
+    heart: "HeartArtifact | None"
+    roots: "StorageRoots"
+    checkpoints: "Location"
+
+
+def load(plan: RunPlan) -> Loaded:
+    """The load stage, the host-memory check, the graph's and the settings'
+    records (a new run's), and HeaRT's negatives, once for every seed."""
+    # Ray, MLflow and the stages load only once the arguments are valid.
     from components.heart import heart_stage
     from components.load import log_graph
-    from components.recording.reads import active_run_info
-    from components.recording.runs import start_run
-    from components.recording.seed_summary import seed_line, summary_metrics
-    from components.recording.tracking import (
-        clear_failure,
-        log_config,
-        log_metrics,
-        log_sources,
-        log_validation_curves,
-    )
+    from components.recording.tracking import log_config, log_sources
     from components.storage.location import Location
     from components.train.startup import mark
-    from components.train_and_evaluate import train_and_evaluate
     from pipelines.runtime.job import check_host_memory
     from pipelines.runtime.load_stage import load_stage
     from pipelines.runtime.storage_roots import StorageRoots
@@ -105,52 +124,48 @@ def score(plan: RunPlan) -> dict[str, float]:
     if plan.model == "plnlp":
         check_host_memory(plan.config, dataset.meta)
     log_graph(dataset)
-    extra = plan.params()
     if plan.run_id is None:
-        log_config(plan.config, extra, heuristic=plan.model != "plnlp")
+        log_config(plan.config, plan.params(), heuristic=plan.model != "plnlp")
         log_sources(plan.source.label, *roots.sources())
-    # scipy's sparse products run on CPUs alone: as many as a worker holds
-    cpus = request.workers.cpus_per_worker
-    heart = heart_stage(dataset, plan.config, cpus)  # once for every seed
-    if plan.model != "plnlp":
-        final = ray.get(evaluate_heuristic.options(num_cpus=cpus).remote(
-            dataset, plan.model.split(":")[1], plan.config, heart))
-        log_metrics(final)
-        return final
+    heart = heart_stage(dataset, plan.config, request.workers.cpus_per_worker)
     # a resumed run's checkpoints: the URI its tag holds
     checkpoints = Location(plan.checkpoints) if plan.checkpoints else roots.checkpoints
-    if plan.runs == 1:
-        final = train_and_evaluate(dataset, plan.config, request.workers, checkpoints,
-                                   request.max_failures, heart=heart)
-        register(plan, {active_run_info().run_id: final})
-        return final
+    return Loaded(dataset, heart, roots, checkpoints)
+
+
+def score_heuristic(plan: RunPlan, loaded: Loaded) -> dict[str, float]:
+    """The heuristic ``--model`` names, scoring the split's pairs in a Ray
+    task with as many CPUs as a worker holds (scipy's sparse products)."""
+    import ray
+
+    from components.evaluate import evaluate_heuristic
+    from components.recording.tracking import log_metrics
+
+    cpus = plan.request.workers.cpus_per_worker
+    final = ray.get(evaluate_heuristic.options(num_cpus=cpus).remote(
+        loaded.dataset, plan.model.split(":")[1], plan.config, loaded.heart))
+    log_metrics(final)
+    return final
+
+
+def train_seeds(plan: RunPlan, loaded: Loaded) -> dict[str, float]:
+    """``--runs`` seeds, each a nested run that prints its line as it ends
+    (a resumed run goes on with its unfinished seeds); the summary's mean
+    and std logged, the best seed's model registered, each seed's
+    validation drawn in one figure."""
+    from components.recording.reads import active_run_info
+    from components.recording.seed_summary import seed_line, summary_metrics
+    from components.recording.tracking import log_metrics, log_validation_curves
+
     finals, children = [], {}
     for i in range(plan.runs):
-        seeded = plan.config.replace(seed=plan.config.seed + i)
-        if seeded.seed in plan.finished:
-            finals.append(plan.finished[seeded.seed])
-            children[seeded.seed] = plan.children[seeded.seed]
-            print(seed_line(seeded.seed, finals[-1], plan.source.info.main_metric_key),
-                  flush=True)
-            continue
-        resumed = plan.children.get(seeded.seed)
-        name = None if resumed else plan.run_name(f"seed{seeded.seed}")
-        with start_run(run_id=resumed, run_name=name, nested=True) as child:
-            children[seeded.seed] = child.info.run_id
-            if resumed is None:
-                log_config(seeded, extra)
-            drawn, drawn_heart = dataset, heart
-            if i and plan.source.info.draws_its_split:  # a new split a run, as NCN's code draws
-                graph = dataclasses.replace(request.graph,
-                                            split_seed=request.graph.split_seed + i)
-                drawn = load_stage(plan.source, graph, roots)
-                drawn_heart = heart_stage(drawn, plan.config, cpus)
-            finals.append(train_and_evaluate(drawn, seeded, request.workers, checkpoints,
-                                             request.max_failures, heart=drawn_heart))
-            print(seed_line(seeded.seed, finals[-1], plan.source.info.main_metric_key),
-                  flush=True)
-            if resumed is not None:
-                clear_failure()
+        seed = plan.config.seed + i
+        if seed in plan.finished:
+            children[seed], final = plan.children[seed], plan.finished[seed]
+        else:
+            children[seed], final = train_seed(plan, loaded, i)
+        finals.append(final)
+        print(seed_line(seed, final, plan.source.info.main_metric_key), flush=True)
     summary = summary_metrics(finals)
     log_metrics(summary)
     register(plan, {children[plan.config.seed + i]: final for i, final in enumerate(finals)})
@@ -159,6 +174,34 @@ def score(plan: RunPlan) -> dict[str, float]:
                           f"{active_run_info().run_name}: validation of each seed",
                           "seeds_valid_curve.png")
     return summary
+
+
+def train_seed(plan: RunPlan, loaded: Loaded, i: int) -> tuple[str, dict[str, float]]:
+    """Seed ``seed + i`` in its nested run (a new one, or the one a resumed
+    run left unfinished): its run id and final metrics. A graph whose split
+    is drawn, Planetoid's, is split anew: split seed ``--split-seed + i``."""
+    from components.heart import heart_stage
+    from components.recording.runs import start_run
+    from components.recording.tracking import clear_failure, log_config
+    from components.train_and_evaluate import train_and_evaluate
+    from pipelines.runtime.load_stage import load_stage
+
+    request, seeded = plan.request, plan.config.replace(seed=plan.config.seed + i)
+    resumed = plan.children.get(seeded.seed)
+    name = None if resumed else plan.run_name(f"seed{seeded.seed}")
+    with start_run(run_id=resumed, run_name=name, nested=True) as child:
+        if resumed is None:
+            log_config(seeded, plan.params())
+        dataset, heart = loaded.dataset, loaded.heart
+        if i and plan.source.info.draws_its_split:  # a new split a run, as NCN's code draws
+            graph = dataclasses.replace(request.graph, split_seed=request.graph.split_seed + i)
+            dataset = load_stage(plan.source, graph, loaded.roots)
+            heart = heart_stage(dataset, plan.config, request.workers.cpus_per_worker)
+        final = train_and_evaluate(dataset, seeded, request.workers, loaded.checkpoints,
+                                   request.max_failures, heart=heart)
+        if resumed is not None:
+            clear_failure()
+        return child.info.run_id, final
 
 
 def register(plan: RunPlan, finals: dict[str, dict[str, float]]) -> None:
