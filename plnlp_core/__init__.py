@@ -13,18 +13,11 @@ torch, PyG, ogb and pyarrow (no Ray, no MLflow). One experiment::
 import path (docs/extending.md) on a tiny graph. The names below are
 imported when first used (PEP 562), so that importing a
 torch-free module such as :mod:`plnlp_core.errors` or :mod:`plnlp_core.config`
-does not import torch. Importing the package defers ``torch._dynamo``, which
-PyG would import with itself, to its first use (:mod:`plnlp_core.deferred_dynamo`),
-and scikit-learn's metrics, which OGB's ``Evaluator`` would import with
-itself, to the first ROC-AUC (:mod:`plnlp_core.deferred_auc`).
+does not import torch. Importing it changes nothing outside it: the command
+lines' package defers what their processes import and never use
+(:mod:`pipelines.runtime.deferred_dynamo`, :mod:`pipelines.runtime.deferred_auc`).
 """
 import importlib
-
-from plnlp_core.deferred_auc import DeferredAUC
-from plnlp_core.deferred_dynamo import DeferredDynamo
-
-DeferredDynamo.install()
-DeferredAUC.install()
 
 _SOURCES = {
     "DATASETS": "plnlp_core.data.datasets",

@@ -59,7 +59,7 @@ class WithoutInitialValues(TorchFunctionMode):
     there are no values to fill, and the first fill of a ``meta`` tensor
     runs PyTorch's Python meta kernels, whose first call imports
     ``torch._dynamo``: about a CPU-second of a command's driver, which
-    counts the parameters and never trains (:mod:`plnlp_core.deferred_dynamo`).
+    counts the parameters and never trains (:mod:`pipelines.runtime.deferred_dynamo`).
     A fill made otherwise (a PyG layer's own ``tensor.uniform_``) runs as usual."""
 
     def __torch_function__(self, func: Callable, types: tuple, args: tuple = (),

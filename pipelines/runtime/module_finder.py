@@ -1,8 +1,8 @@
 """A meta-path finder of one module, and a loader that runs a module while
 another stands in for one it imports: found as Python's own path finder
 finds it, its loader wrapped, so that what changes is what the module's
-import costs, not which code it is (:mod:`plnlp_core.deferred_dynamo`,
-:mod:`plnlp_core.deferred_auc`)."""
+import costs, not which code it is (:mod:`pipelines.runtime.deferred_dynamo`,
+:mod:`pipelines.runtime.deferred_auc`)."""
 import importlib.abc
 import importlib.machinery
 import sys

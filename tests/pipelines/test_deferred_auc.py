@@ -1,5 +1,5 @@
 """OGB's link ``Evaluator`` imports scikit-learn's metrics at its first
-ROC-AUC, not with itself (:mod:`plnlp_core.deferred_auc`)."""
+ROC-AUC, not with itself (:mod:`pipelines.runtime.deferred_auc`)."""
 import importlib.util
 import subprocess
 import sys
@@ -8,7 +8,7 @@ import ogb.linkproppred
 import pytest
 import torch
 
-from plnlp_core.deferred_auc import METRICS, MODULE, DeferredAUC, roc_auc_score
+from pipelines.runtime.deferred_auc import METRICS, MODULE, DeferredAUC, roc_auc_score
 from tests.conftest import REPO_ROOT
 
 SCORES = {"y_pred_pos": torch.tensor([0.9, 0.8, 0.3]), "y_pred_neg": torch.tensor([0.1, 0.85])}
@@ -41,10 +41,10 @@ def test_a_module_that_imported_sklearn_metrics_first_runs_ogbs_as_usual():
 
 
 @pytest.mark.slow  # a fresh process importing torch, PyG and OGB: about 3 CPU-s
-def test_importing_plnlp_core_defers_sklearn_metrics_in_a_fresh_process():
+def test_a_command_line_defers_sklearn_metrics_in_a_fresh_process():
     done = subprocess.run([sys.executable, "-c", f"""
 import sys
-import plnlp_core
+import pipelines
 from ogb.linkproppred import Evaluator
 assert Evaluator("ogbl-collab").K == 50
 assert {METRICS!r} not in sys.modules

@@ -16,7 +16,7 @@ imported ``sklearn.metrics`` before runs the module as usual. The stand-in
 is in ``sys.modules`` only while the module runs, from one thread."""
 from types import ModuleType
 
-from plnlp_core.module_finder import StandInLoader, WrappedModuleFinder
+from pipelines.runtime.module_finder import StandInLoader, WrappedModuleFinder
 
 MODULE = "ogb.linkproppred.evaluate"
 METRICS = "sklearn.metrics"

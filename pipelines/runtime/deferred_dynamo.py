@@ -16,7 +16,7 @@ tasks that read a dataset or score pairs.
 
 :class:`DeferredDynamo` finds ``torch_geometric.isinstance`` as Python's own
 path finder does and runs it while an empty module stands in for
-``torch._dynamo`` (:class:`~plnlp_core.module_finder.StandInLoader`); the
+``torch._dynamo`` (:class:`~pipelines.runtime.module_finder.StandInLoader`); the
 stand-in leaves ``sys.modules`` once the module has run, so the first use of
 ``torch._dynamo``, PyG's ``is_torch_instance`` included, imports torch's own
 through Python's import system, whole and under its lock.
@@ -30,7 +30,7 @@ imports it; torch's custom ops look up their source as they register):
 ``torch._dynamo`` then imported ``torch.distributed.tensor``, found it half
 imported, and stayed half run, so that every optimiser the process built
 after failed (``module 'torch._dynamo' has no attribute 'disable'``)."""
-from plnlp_core.module_finder import StandInLoader, WrappedModuleFinder
+from pipelines.runtime.module_finder import StandInLoader, WrappedModuleFinder
 
 MODULE = "torch_geometric.isinstance"
 DYNAMO = "torch._dynamo"

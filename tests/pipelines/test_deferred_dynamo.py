@@ -1,5 +1,5 @@
 """``torch._dynamo`` runs at its first use, not when PyG is imported
-(:mod:`plnlp_core.deferred_dynamo`); each check runs in a fresh
+(:mod:`pipelines.runtime.deferred_dynamo`); each check runs in a fresh
 interpreter, since this one has used it already."""
 import subprocess
 import sys
@@ -13,7 +13,7 @@ DYNAMO_RAN = "'torch._dynamo.convert_frame' in sys.modules"
 
 DEFERRED = f"""
 import sys
-import plnlp_core
+import pipelines  # the command lines' package installs the deferral
 import torch, torch_geometric
 from torch_geometric.isinstance import is_torch_instance
 assert not {DYNAMO_RAN}, "PyG's import ran torch._dynamo"
@@ -42,6 +42,17 @@ assert {DYNAMO_RAN}
 """
 
 
+LIBRARY_ALONE = """
+import sys
+hooks = len(sys.meta_path)
+import plnlp_core
+assert len(sys.meta_path) == hooks, sys.meta_path
+import plnlp_core.assembly  # the whole model; six, which PyG's imports bring, adds its own hook
+ours = [f for f in sys.meta_path if type(f).__module__.startswith(("plnlp_core", "pipelines"))]
+assert not ours, ours
+"""
+
+
 def run_python(source: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", source], cwd=REPO_ROOT, capture_output=True,
                           text=True, timeout=120)
@@ -61,4 +72,9 @@ def test_pyg_on_its_own_still_imports_dynamo_with_itself():
     """The reason the deferral exists: were a PyG release to defer
     ``torch._dynamo`` itself, this fails and the module can go."""
     done = run_python(EAGER)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_importing_the_method_library_changes_no_other_packages_imports():
+    done = run_python(LIBRARY_ALONE)
     assert done.returncode == 0, done.stderr[-2000:]
