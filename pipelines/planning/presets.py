@@ -82,6 +82,15 @@ def preset_choice(num_edges: int, features: bool = False,
             "sampling from there on; --preset chooses another)")
 
 
+def planetoid_choice(dataset: str) -> str:
+    """Why a Planetoid graph starts from the preset it does."""
+    chosen = default_preset(False, dataset=dataset)
+    degree = DATASETS.get(dataset).mean_degree
+    side = "below" if chosen == "sparse" else "at least"
+    return (f"preset {chosen}: {dataset} has node features and a mean degree of {degree:.2f}, "
+            f"{side} {SPARSE_BELOW_DEGREE} (--preset chooses another)")
+
+
 def load_preset(dataset: str, preset: str) -> dict[str, object]:
     """The settings of ``preset`` in ``pipelines/presets/<dataset>.yaml``
     (without its ``needs_gpu`` mark, see :func:`preset_needs_gpu`)."""

@@ -16,6 +16,7 @@ from pipelines.planning.presets import (
     default_preset,
     load_preset,
     parse_overrides,
+    planetoid_choice,
     preset_choice,
     presets_file,
     read_mapping,
@@ -157,16 +158,23 @@ class GraphSource:
 
     @property
     def default_preset(self) -> str:
-        """``paper`` for an OGB dataset; for a graph of one's own
-        ``default``, or ``sampled`` for a large one (:func:`default_preset`)."""
+        """``paper`` for an OGB dataset, the recipe of its mean degree for a
+        Planetoid graph; for a graph of one's own ``default``, ``features``
+        or ``sparse_features``, or ``sampled`` for a large one
+        (:func:`default_preset`)."""
         return default_preset(self.path is not None, self.num_edges, self.info.feature_dim > 0,
                               self.info.name, self.info.mean_degree)
 
     @property
     def preset_choice(self) -> str | None:
-        """Why a graph of one's own starts from its default preset."""
-        return None if self.num_edges is None else preset_choice(
-            self.num_edges, self.info.feature_dim > 0, self.info.mean_degree)
+        """Why a graph of one's own, or a Planetoid graph, starts from its
+        default preset."""
+        if self.num_edges is not None:
+            return preset_choice(self.num_edges, self.info.feature_dim > 0,
+                                 self.info.mean_degree)
+        if self.info.draws_its_split:
+            return planetoid_choice(self.info.name)
+        return None
 
     @property
     def label(self) -> str:

@@ -127,6 +127,8 @@ class NodeInput(nn.Module):
         if self.use_embedding:
             dropped = nn.functional.dropout(parts[0], self.dropout, self.training)
             out = out + self.embedding_projection(dropped)
+        if not self.projection_dropout:
+            return out
         return nn.functional.dropout(out, self.projection_dropout, self.training)
 
     def __repr__(self) -> str:

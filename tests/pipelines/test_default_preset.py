@@ -103,4 +103,7 @@ def test_planetoids_graphs_start_from_the_recipe_of_their_mean_degree():
     assert presets.default_preset(False, dataset="pubmed") == "default"  # 4.50
     citeseer = plan_run(RunRequest(dataset="citeseer"))
     assert citeseer.preset == "sparse" and citeseer.config.dropout == 0.75
+    assert citeseer.params()["preset_choice"] == (
+        "preset sparse: citeseer has node features and a mean degree of 2.74, below 3.3 "
+        "(--preset chooses another)")
     assert plan_run(RunRequest(dataset="cora")).config.edge_dropout == 0.4
