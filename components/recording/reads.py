@@ -17,6 +17,7 @@ from mlflow.entities import Metric, Run, RunInfo
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from components.recording.mlflow_internals import thread_run_id
 from components.recording.names import CONFIG_FILE, PARENT_TAG
 from plnlp_core.errors import PLNLPError
 
@@ -42,9 +43,7 @@ def main_thread_run_id() -> str | None:
     if threading.current_thread() is threading.main_thread():
         run = mlflow.active_run()
         return run and run.info.run_id
-    stacks = mlflow.tracking.fluent._active_run_stack.get_all_thread_values()
-    stack = stacks.get(threading.main_thread().ident) or []
-    return stack[-1].info.run_id if stack else None
+    return thread_run_id(threading.main_thread())
 
 
 def get_run(run_id: str) -> Run:

@@ -3,6 +3,7 @@ needs arrives in its config, the same on a laptop and on every DDP worker."""
 import dataclasses
 import json
 import logging
+import os
 from pathlib import Path
 
 import ray.train
@@ -98,10 +99,11 @@ def train_with(loop_config: dict, session: "RayTrainSession | TrialSession") -> 
 def quiet_ray_logs() -> None:
     """Keeps Ray Train's and Ray Data's per-report and per-dataset info lines
     off the console of this process; their warnings and errors still show.
-    (Ray 2.60 logs each report under a logger named after its source file.)"""
-    import ray.train.v2._internal.execution.context as train_context
-
-    for name in ("ray.train", "ray.data", train_context.__file__):
+    (Ray 2.60 logs each report under a logger named after its source file,
+    made as Ray Train is imported, which a worker of it has been.)"""
+    named = [name for name in logging.root.manager.loggerDict
+             if name.endswith(".py") and f"{os.sep}ray{os.sep}train{os.sep}" in name]
+    for name in ("ray.train", "ray.data", *named):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 

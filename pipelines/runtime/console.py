@@ -111,9 +111,10 @@ def _filter_forwarded_lines(pick: Callable[[dict], list[str]]) -> None:
     ``ray.init`` installed for forwarded lines (Ray 2.60's stream
     dispatcher; where Ray has none, or lays it out otherwise, lines pass
     unfiltered)."""
-    try:
-        from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
-    except ImportError:
+    from pipelines.runtime.ray_internals import forwarded_lines_dispatcher
+
+    dispatcher = forwarded_lines_dispatcher()
+    if dispatcher is None:
         return
     printers = [handler for name, handler in getattr(dispatcher, "handlers", [])
                 if name == "ray_print_logs"]

@@ -9,21 +9,23 @@ import os
 import socket
 from collections.abc import Sequence
 from pathlib import Path
-from unittest import mock
 from urllib.parse import urlsplit
 
 import grpc
 import psutil
 import ray
-from ray._private import services as ray_services
-from ray._private.authentication.authentication_token_setup import (
-    maybe_enable_token_auth_if_token_available,
-)
-from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
 from components.recording.store import PROBE_TIMEOUT_S, connection_detail
 from components.train.workers import WorkerGroup
 from pipelines.runtime.background_imports import imported_beside
+from pipelines.runtime.environment import changed_environment
+from pipelines.runtime.ray_internals import (
+    TOKEN_NOTICE_LOGGER,
+    ask_cluster_id,
+    loopback_as_ray_does,
+    own_session_processes,
+    send_found_token,
+)
 from plnlp_core.errors import PLNLPError, first_line
 
 GCS_PORT, CLIENT_PORT, DASHBOARD_PORT = 6379, 10001, 8265
@@ -34,7 +36,6 @@ DASHBOARD_VARIABLE = "PLNLP_RAY_DASHBOARD"  # 1: a local Ray starts its dashboar
 PREEMPTION_WATCHER_VARIABLE = "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
 # Ray 2.60 warns at every local start that token authentication is on by default: a
 # command's own local Ray keeps that default, and says so only with --verbose
-TOKEN_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
 TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
 # Ray's system config of a local Ray: each worker, as it starts, imports the module that makes
 # its full garbage collections rarer
@@ -111,7 +112,7 @@ def start_local_ray(logging_level: int) -> None:
     times less often (:mod:`pipelines.runtime.worker_collections`, which it
     imports as it starts): a training actor's imports take 0.7 CPU-s fewer.
 
-    Ray's processes start in a session of their own (:class:`OwnSessionPopen`),
+    Ray's processes start in a session of their own (:func:`own_session_processes`),
     so that a signal to the command's process group (``timeout``, Slurm, a
     terminal's Ctrl-C, ``kill -TERM -- -PGID``) reaches the driver alone,
     which then records its runs' end and shuts this Ray down itself, every
@@ -145,8 +146,7 @@ def init_local_ray(logging_level: int, dashboard: bool) -> ray.client_builder.Ba
     address = f"{ray.util.get_node_ip_address()}:{(port := free_port())}"
     settings = {GCS_PORT_VARIABLE: str(port), "RAY_ADDRESS": address,
                 PREEMPTION_WATCHER_VARIABLE: os.environ.get(PREEMPTION_WATCHER_VARIABLE, "0")}
-    with mock.patch.dict(os.environ, settings), \
-            mock.patch.object(ray_services, "ConsolePopen", OwnSessionPopen):
+    with changed_environment(settings), own_session_processes():
         return ray.init(address="local", ignore_reinit_error=True, logging_level=logging_level,
                         include_dashboard=dashboard, dashboard_host="127.0.0.1",
                         _system_config=LOCAL_RAY_CONFIG)
@@ -154,15 +154,6 @@ def init_local_ray(logging_level: int, dashboard: bool) -> ray.client_builder.Ba
 
 def _without_token_notice(record: logging.LogRecord) -> bool:
     return not record.getMessage().startswith(TOKEN_NOTICE)
-
-
-class OwnSessionPopen(ray_services.ConsolePopen):
-    """The ``Popen`` Ray starts a local node's processes with (GCS, raylet,
-    and through the raylet the workers), each in a session of its own, as
-    Ray itself puts them in a process group of their own on Windows."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, start_new_session=True, **kwargs)
 
 
 def stop_started_processes(running: set[psutil.Process], grace_s: float = 5.0) -> None:
@@ -294,7 +285,7 @@ def send_the_found_token() -> None:
     refused such a run after 20 s of retries, which then said no cluster
     answered."""
     logging.getLogger(TOKEN_NOTICE_LOGGER).addFilter(_without_token_notice)
-    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+    send_found_token()
 
 
 def gcs_answers(address: str, timeout_s: float = 1.0) -> bool:
@@ -316,10 +307,7 @@ def _ask_cluster_id(host: str, port: int, timeout_s: float,
                     metadata: list[tuple[str, str]]) -> None:
     """One ``GetClusterId`` request to the GCS at ``host:port`` with
     ``metadata``; raises ``grpc.RpcError`` unless it answers."""
-    with grpc.insecure_channel(f"{_loopback_as_ray_does(host)}:{port}") as channel:
-        stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
-        stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=timeout_s,
-                          metadata=metadata)
+    ask_cluster_id(f"{loopback_as_ray_does(host)}:{port}", timeout_s, metadata)
 
 
 def _token_metadata() -> list[tuple[str, str]]:
@@ -369,10 +357,3 @@ def ray_auth_token() -> str | None:
         return None
 
 
-def _loopback_as_ray_does(host: str) -> str:
-    """``ray.init`` joins a loopback address at this machine's IP instead."""
-    try:
-        from ray._private.services import resolve_ip_for_localhost
-    except ImportError:  # pragma: no cover - Ray moved it
-        return host
-    return resolve_ip_for_localhost(host)

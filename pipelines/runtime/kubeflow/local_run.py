@@ -4,7 +4,6 @@ import logging
 import os
 import warnings
 from pathlib import Path
-from unittest import mock
 
 from kfp import local
 
@@ -22,13 +21,14 @@ def run_local(arguments: dict[str, object], pipeline_root: Path) -> dict[str, fl
     import ray
 
     from components.ray_cleanup import cleaned_up
+    from pipelines.runtime.environment import changed_environment
     from pipelines.runtime.ray_cluster import connect_ray
 
     local.init(runner=local.SubprocessRunner(use_venv=False),
                pipeline_root=str(pipeline_root.resolve()))
     python_path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
     started = not ray.is_initialized()
-    with mock.patch.dict(os.environ, {"PYTHONPATH": python_path}):  # restored afterwards
+    with changed_environment({"PYTHONPATH": python_path}):  # restored afterwards
         connect_ray(logging.WARNING)  # its workers inherit the PYTHONPATH too
         os.environ["RAY_ADDRESS"] = ray.get_runtime_context().gcs_address
         try:
