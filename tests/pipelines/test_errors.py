@@ -1145,9 +1145,8 @@ def test_a_cluster_that_refuses_the_token_is_refused(mlflow_store, tmp_path, mon
         # Ray's own switch to send the found token, which commands that join the
         # suite's Ray take for real (plnlp_testing.processes.pipeline_env's ray_address)
         switched = []
-        monkeypatch.setattr(
-            pipelines.runtime.ray_cluster, "maybe_enable_token_auth_if_token_available",
-            lambda **kwargs: switched.append(os.environ.get("RAY_AUTH_TOKEN")))
+        monkeypatch.setattr(pipelines.runtime.ray_cluster, "send_found_token",
+                            lambda: switched.append(os.environ.get("RAY_AUTH_TOKEN")))
         monkeypatch.setenv("RAY_AUTH_TOKEN", "a-wrong-token")  # found, and refused too
         assert run_main(SMOKE) == 2 and switched == []
         assert "refused a connection without a token" in capsys.readouterr().err
@@ -1246,9 +1245,8 @@ def test_a_real_cluster_refuses_a_wrong_token_within_seconds(suite_ray_address, 
         pipelines.runtime.ray_cluster.check_ray_address(suite_ray_address)
     assert time.monotonic() - started < REFUSE_WITHIN_S
     switched = []
-    monkeypatch.setattr(pipelines.runtime.ray_cluster,
-                        "maybe_enable_token_auth_if_token_available",
-                        lambda **kwargs: switched.append(True))
+    monkeypatch.setattr(pipelines.runtime.ray_cluster, "send_found_token",
+                        lambda: switched.append(True))
     monkeypatch.delenv("RAY_AUTH_MODE")
     monkeypatch.delenv("RAY_AUTH_TOKEN")
     pipelines.runtime.ray_cluster.check_ray_address(suite_ray_address)
