@@ -48,7 +48,13 @@ def planetoid_split(dataset: str, root: Path, work: Path, seed: int) -> LinkSpli
 
 def read_settings(items: list[str]) -> dict[str, object]:
     """:data:`RECIPE` with each YAML file or ``key=value`` of ``items`` over it."""
-    settings = dict(RECIPE)
+    return with_overrides(RECIPE, items)
+
+
+def with_overrides(settings: dict[str, object], items: list[str]) -> dict[str, object]:
+    """A copy of ``settings`` with each YAML file or ``key=value`` (its value
+    read as YAML) of ``items`` over it, in order."""
+    settings = dict(settings)
     for item in items:
         if "=" in item and not Path(item).exists():
             key, _, value = item.partition("=")

@@ -33,8 +33,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import yaml
-from cora_recipe import parse_seeds
+from cora_recipe import parse_seeds, with_overrides
 
 from pipelines.planning.presets import OWN_PRESETS, load_preset
 from plnlp_core.config import PLNLPConfig
@@ -113,14 +112,7 @@ def write_graph(name: str, folder: Path, seed: int = 0) -> tuple[Path, Path]:
 def read_settings(preset: str, items: list[str]) -> dict[str, object]:
     """The preset's settings with each YAML file or ``key=value`` of ``items`` over them."""
     file, _, name = preset.rpartition(":")
-    settings = load_preset(file or OWN_PRESETS, name)
-    for item in items:
-        if "=" in item and not Path(item).exists():
-            key, _, value = item.partition("=")
-            settings[key] = yaml.safe_load(value)
-        else:
-            settings.update(yaml.safe_load(Path(item).read_text()) or {})
-    return settings
+    return with_overrides(load_preset(file or OWN_PRESETS, name), items)
 
 
 def run(files: tuple[Path, Path], settings: dict[str, object], seed: int) -> dict[str, float]:
