@@ -72,10 +72,9 @@ def preset_choice(num_edges: int, features: bool = False,
     """Why a graph of one's own of ``num_edges`` edges starts from the preset it does."""
     chosen = default_preset(True, num_edges, features, mean_degree=mean_degree)
     if chosen in ("features", "sparse_features"):
-        side = "below" if chosen == "sparse_features" else "at least"
         return (f"preset {chosen}: the graph has node features, {num_edges:,} edges, fewer "
-                f"than {SAMPLED_FROM_EDGES:,}, and a mean degree of {mean_degree:.2f}, {side} "
-                f"{SPARSE_BELOW_DEGREE} (--preset chooses another)")
+                f"than {SAMPLED_FROM_EDGES:,}, and {degree_clause(mean_degree)} (--preset "
+                "chooses another)")
     side = "at least" if chosen == "sampled" else "fewer than"
     return (f"preset {chosen}: the graph has {num_edges:,} edges, {side} "
             f"{SAMPLED_FROM_EDGES:,} (the edge level below, the node level with neighbour "
@@ -84,11 +83,15 @@ def preset_choice(num_edges: int, features: bool = False,
 
 def planetoid_choice(dataset: str) -> str:
     """Why a Planetoid graph starts from the preset it does."""
-    chosen = default_preset(False, dataset=dataset)
-    degree = DATASETS.get(dataset).mean_degree
-    side = "below" if chosen == "sparse" else "at least"
-    return (f"preset {chosen}: {dataset} has node features and a mean degree of {degree:.2f}, "
-            f"{side} {SPARSE_BELOW_DEGREE} (--preset chooses another)")
+    return (f"preset {default_preset(False, dataset=dataset)}: {dataset} has node features and "
+            f"{degree_clause(DATASETS.get(dataset).mean_degree)} (--preset chooses another)")
+
+
+def degree_clause(mean_degree: float) -> str:
+    """``a mean degree of 2.74, below 3.3``: the degree and its side of
+    :data:`SPARSE_BELOW_DEGREE`, which chose the recipe."""
+    side = "below" if is_sparse(mean_degree) else "at least"
+    return f"a mean degree of {mean_degree:.2f}, {side} {SPARSE_BELOW_DEGREE}"
 
 
 def load_preset(dataset: str, preset: str) -> dict[str, object]:

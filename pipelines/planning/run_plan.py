@@ -76,7 +76,7 @@ def graph_source(dataset: str, graph: GraphFlags) -> GraphSource:
     from plnlp_core.data.own_graph import count_edges, describe_own_graph, parse_split
 
     parse_split(graph.split or DEFAULT_SPLIT)
-    info = describe_own_graph(path, graph.directed, 0, cut_offs(graph.hits_k))
+    info = describe_own_graph(path, graph.directed, cut_offs(graph.hits_k))
     num_edges = count_edges(path)
     if graph.node_features is not None:
         table = checked_features(path, graph.node_features)

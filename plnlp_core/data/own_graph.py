@@ -21,8 +21,8 @@ Two inputs:
 Node ids, integers or strings, become ``0 .. n - 1`` in their sorted order
 over every file, and the mapping comes back as a table (``id``, ``index``).
 Node features, optional, are a file with a column ``id`` and one numeric
-column a feature, or a sparse form (:mod:`plnlp_core.data.node_features`). Bad input gives one :class:`PLNLPError` that names the file and the
-fix. The graph is scored by AUC and Hits@K (see :mod:`plnlp_core.scoring.evaluation`).
+column a feature, or a sparse form (:mod:`plnlp_core.data.node_features`).
+Bad input gives one :class:`PLNLPError` that names the file and the fix. The graph is scored by AUC and Hits@K (see :mod:`plnlp_core.scoring.evaluation`).
 """
 import dataclasses
 from collections.abc import Sequence
@@ -142,12 +142,12 @@ def load_own_graph(
     return OwnGraph(link_split, node_ids, report)
 
 
-def describe_own_graph(path: str | Path, directed: bool = False, feature_dim: int = 0,
+def describe_own_graph(path: str | Path, directed: bool = False,
                        hits_k: Sequence[int] = (20, 50, 100)) -> DatasetInfo:
-    """The :class:`DatasetInfo` :func:`load_own_graph` will give ``path``
-    (with ``feature_dim`` features: :func:`own_node_features`), from the
-    edges' header alone, so settings can be checked against it before the
-    edges are read."""
+    """The :class:`DatasetInfo` :func:`load_own_graph` will give ``path``,
+    from the edges' header alone, so settings can be checked against it
+    before the edges are read; without node features, which
+    :func:`own_node_features` reads and counts."""
     path = Path(path)
     if path.is_dir():
         edges, *_ = (_part_file(path, part) for part in SPLIT_PARTS)
@@ -160,8 +160,8 @@ def describe_own_graph(path: str | Path, directed: bool = False, feature_dim: in
                          f"{', '.join(columns)}); name its columns src, dst, in a header line "
                          "for a CSV.")
     name = path.resolve().name if path.is_dir() else path.stem
-    return DatasetInfo(name, name, "auc", directed, feature_dim,
-                       edge_weights="weight" in columns, hits_k=tuple(hits_k))
+    return DatasetInfo(name, name, "auc", directed, 0, edge_weights="weight" in columns,
+                       hits_k=tuple(hits_k))
 
 
 def own_node_features(path: str | Path, features: str | Path) -> FeatureTable:
