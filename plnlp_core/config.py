@@ -32,7 +32,7 @@ class PLNLPConfig(CheckedSettings):
     dataset: str = "ddi"
     # encoder (§4.1)
     encoder: str = "sage"
-    node_input: str = "embedding"
+    node_input: str = "embedding"  # a config made without a graph; a run: with_graph_node_input
     feature_categories: int | None = None  # None: the features used raw
     embedding_dim: int = 256
     embedding_init: str = "xavier"
@@ -156,6 +156,20 @@ class PLNLPConfig(CheckedSettings):
                   and not set(part.choices) & set(open_choices) for key in part.settings}
         keys = HEURISTIC_SETTINGS if heuristic else self.to_dict()
         return _flat_options({key: getattr(self, key) for key in keys if key not in unused})
+
+
+def with_graph_node_input(settings: Mapping[str, object],
+                          feature_dim: int) -> dict[str, object]:
+    """``settings``, with ``node_input`` chosen for a graph of
+    ``feature_dim`` node features where they leave it out: ``both`` (the
+    features beside a trained embedding) where the graph has features, so
+    that features a user gave are never read and then ignored, else
+    ``embedding``. The one default of a run's node input: the commands
+    apply it to every preset, config file and sweep; ``embedding``, the
+    field's own, is that of a config made without a graph."""
+    if "node_input" in settings:
+        return dict(settings)
+    return {**settings, "node_input": "both" if feature_dim else "embedding"}
 
 
 GRAPH_SETTINGS = ("dataset", "valid_as_input", "min_train_year")

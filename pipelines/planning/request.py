@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from components.train.workers import WorkerGroup
-from pipelines.planning.node_input import node_input_choice, with_node_input
+from pipelines.planning.input_choice import node_input_choice
 from pipelines.planning.presets import (
     default_preset,
     load_preset,
@@ -23,7 +23,7 @@ from pipelines.planning.presets import (
 )
 from pipelines.planning.sweep_space import Resources, SearchSpace
 from plnlp_core.choices import DEFAULT_SPLIT, NCN_SPLIT
-from plnlp_core.config import PLNLPConfig
+from plnlp_core.config import PLNLPConfig, with_graph_node_input
 from plnlp_core.data.datasets import DatasetInfo
 
 
@@ -239,16 +239,16 @@ class RunPlan:
     def changed_settings(self) -> dict[str, object]:
         """The settings whose values differ from the preset's (by the
         config file, ``--set`` or ``--seed``)."""
-        preset = PLNLPConfig.from_mapping(with_node_input(
+        preset = PLNLPConfig.from_mapping(with_graph_node_input(
             {**load_preset(self.source.presets, self.preset), "dataset": self.source.info.name},
-            self.source.info)).to_dict()
+            self.source.info.feature_dim)).to_dict()
         return {key: value for key, value in self.config.to_dict().items()
                 if preset.get(key) != value}
 
     @property
     def node_input_choice(self) -> str:
         """Which node input the run trains on, and why (see
-        :func:`~pipelines.planning.node_input.node_input_choice`)."""
+        :func:`~pipelines.planning.input_choice.node_input_choice`)."""
         request = self.request
         user = parse_overrides(request.overrides)
         if request.config_file is not None:

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipelines.planning.node_input import with_node_input
 from pipelines.planning.presets import (
     load_preset,
     parse_overrides,
@@ -20,7 +19,7 @@ from pipelines.planning.presets import (
 )
 from pipelines.planning.request import GraphFlags, GraphSource, RunPlan, RunRequest
 from plnlp_core.choices import DEFAULT_SPLIT, HEURISTIC_CHOICES, NCN_SPLIT
-from plnlp_core.config import PLNLPConfig
+from plnlp_core.config import PLNLPConfig, with_graph_node_input
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
 from plnlp_core.preflight.checks import check_config
@@ -127,7 +126,7 @@ def resolve_config(request: RunRequest, source: GraphSource) -> PLNLPConfig:
     settings = load_preset(source.presets, request.preset or source.default_preset)
     settings["dataset"] = source.info.name
     settings.update(user_settings(request))
-    settings = with_node_input(settings, source.info)
+    settings = with_graph_node_input(settings, source.info.feature_dim)
     if settings["dataset"] != source.info.name:
         raise PLNLPError(f"the config names dataset {settings['dataset']!r} but --dataset is "
                          f"{request.dataset!r}; choose one with --dataset.")

@@ -18,12 +18,11 @@ from components.recording.names import (
     TUNE_STATE_TAG,
     WORK_DIR_TAG,
 )
-from pipelines.planning.node_input import with_node_input
 from pipelines.planning.presets import load_preset, parse_overrides, read_mapping
 from pipelines.planning.request import GraphSource, SweepPlan, SweepRequest
 from pipelines.planning.run_plan import graph_source
 from pipelines.planning.sweep_space import SearchSpace
-from plnlp_core.config import PLNLPConfig
+from plnlp_core.config import PLNLPConfig, with_graph_node_input
 from plnlp_core.errors import PLNLPError
 
 # What the sweep's own settings are; --resume takes the sweep's.
@@ -37,8 +36,9 @@ def read_space(request: SweepRequest, source: GraphSource) -> SearchSpace:
     """The ``--space`` file with the command line's settings on top."""
     data = read_mapping(request.space, "search space")
     preset = data.get("preset", source.default_preset)
-    settings = with_node_input({**load_preset(source.presets, preset),
-                                **parse_overrides(request.overrides)}, source.info)
+    settings = with_graph_node_input({**load_preset(source.presets, preset),
+                                      **parse_overrides(request.overrides)},
+                                     source.info.feature_dim)
     base = PLNLPConfig.from_mapping({**settings, "dataset": source.info.name})
     counts = {"num_samples": request.num_samples, "max_concurrent": request.max_concurrent}
     data.update({key: value for key, value in counts.items() if value is not None})

@@ -2,7 +2,7 @@
 before any work starts, each with one sentence naming the setting."""
 import pytest
 
-from plnlp_core.config import PLNLPConfig
+from plnlp_core.config import PLNLPConfig, with_graph_node_input
 from plnlp_core.errors import PLNLPError
 
 
@@ -236,3 +236,14 @@ def test_diffusion_hops_below_one_is_refused_and_shapes_only_agdn_runs():
 def test_encoder_relu_shapes_runs_of_encoders_with_weights_only():
     assert "encoder_relu" in PLNLPConfig().shaping_settings()
     assert "encoder_relu" not in PLNLPConfig(encoder="sum", embedding_dim=256).shaping_settings()
+
+
+def test_a_graph_with_features_trains_on_them_unless_the_settings_say():
+    """One default of a run's node input: both beside features, the embedding
+    without them; a node input the settings name is kept, and the field's own
+    default is a config's made without a graph."""
+    assert with_graph_node_input({"lr": 0.01}, 1433) == {"lr": 0.01, "node_input": "both"}
+    assert with_graph_node_input({}, 0) == {"node_input": "embedding"}
+    named = {"node_input": "features"}
+    assert with_graph_node_input(named, 0) == named
+    assert PLNLPConfig().node_input == "embedding"

@@ -1,19 +1,10 @@
-"""Which node input a run trains on when its settings leave it out: the
-graph's node features where it has them (most graphs users bring do), so
-that features a user gave are never read and then ignored. A preset may
-name its own (the paper's recipes do), and ``--set node_input=...`` any."""
+"""The line a run prints and logs (``node_input_choice``) of which node
+input it trains on and who chose it: the config or ``--set``, the preset,
+or the graph (:func:`~plnlp_core.config.with_graph_node_input`, the one
+default of a run's node input)."""
 from plnlp_core.data.datasets import DatasetInfo
 
 NODE_INPUT = "node_input"
-
-
-def with_node_input(settings: dict[str, object], info: DatasetInfo) -> dict[str, object]:
-    """``settings``, with ``node_input`` chosen where they leave it out:
-    ``both`` (the features beside a trained embedding) for a graph with
-    node features, else ``embedding``."""
-    if NODE_INPUT in settings:
-        return settings
-    return {**settings, NODE_INPUT: "both" if info.feature_dim else "embedding"}
 
 
 def node_input_choice(chosen: str, preset: str, preset_settings: dict[str, object],
