@@ -3,6 +3,7 @@ checks that refuse impossible ones before any work starts are in
 :mod:`plnlp_core.config_checks`, whose :class:`CheckedSettings` gives the
 config its ``validate`` and ``validate_graph``."""
 import dataclasses
+import math
 import typing
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
@@ -106,6 +107,7 @@ class PLNLPConfig(CheckedSettings):
     precision: str = "fp32"
     epochs: int = 100
     batch_size: int = 65536
+    batch_fraction: float | None = None  # None: batch_size alone
     max_batches_per_epoch: int | None = None
     eval_every: int = 1
     eval_batch_size: int = 262144
@@ -140,6 +142,21 @@ class PLNLPConfig(CheckedSettings):
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
+
+    def batch_for(self, positives: int, world_size: int = 1) -> int:
+        r"""Positives per step of an epoch over ``positives`` (one worker's
+        share of ``world_size``): ``batch_size`` split among the workers,
+        grown to ``batch_fraction`` of the positives where that is more,
+
+        .. math::
+            B = \max\left(\lfloor b / W \rfloor, \lceil f P \rceil\right),
+
+        so that an epoch takes at most :math:`1 / f` steps at any size of
+        graph (each step encodes the whole graph once, whatever its batch)."""
+        floor = max(self.batch_size // world_size, 1)
+        if self.batch_fraction is None:
+            return floor
+        return max(floor, math.ceil(self.batch_fraction * positives))
 
     @property
     def uses_random_walk(self) -> bool:

@@ -94,6 +94,9 @@ def check_settings(config: "CheckedSettings", info: DatasetInfo) -> None:
         raise PLNLPError("projection_dropout drops the projected node input, and "
                          "input_projection is null; set input_projection, or leave "
                          "projection_dropout at 0.")
+    if config.batch_fraction is not None and not 0 < config.batch_fraction <= 1:
+        raise PLNLPError(f"batch_fraction must be in (0, 1] (a batch's least share of an "
+                         f"epoch's positives) or null, got {config.batch_fraction}.")
     if config.feature_categories is not None and config.feature_categories < 2:
         raise PLNLPError(f"feature_categories must be at least 2 or null (features used "
                          f"raw), got {config.feature_categories}.")

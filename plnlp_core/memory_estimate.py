@@ -77,7 +77,7 @@ def peak_gpu_bytes(config: PLNLPConfig, info: DatasetInfo, num_nodes: int,
     training edges holds at its peak, CUDA context included."""
     activation = 2 if config.precision in ("bf16", "auto") else 4
     width = max(config.hidden_channels, config.predictor_hidden)
-    pairs = config.batch_size * (1 + config.num_neg)
+    pairs = config.batch_for(num_train_edges) * (1 + config.num_neg)
     buffers = (3 + 2 * config.predictor_layers if config.encoder_level == "node"
                else EDGE_LEVEL_PAIR_BUFFERS)
     scored = max(buffers * pairs, 3 * config.eval_batch_size)

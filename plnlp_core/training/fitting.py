@@ -91,7 +91,6 @@ def fit(
     eval_splits = {"valid": (split.valid_pos, split.valid_neg),
                    "test": (split.test_pos, split.test_neg)}
     main_key = f"valid_{split.info.main_metric_key}"
-    batch_size = max(config.batch_size // world_size, 1)
     result = FitResult()
     if resume is not None:
         resume.restore(core, optimizer, schedule, generator, sampler)
@@ -100,6 +99,7 @@ def fit(
     for epoch in range((resume.epoch if resume else 0) + 1, config.epochs + 1):
         start = time.perf_counter()
         positives, weights = graph.epoch_positives(epoch)
+        batch_size = config.batch_for(positives.size(0), world_size)
         batches = agreed_batches(positives, batch_size, config.max_batches_per_epoch, world_size)
         stats = train_epoch(model, optimizer, x, graph.adj, positives, weights, sampler,
                             options, batch_size, generator, batches, neighbors)

@@ -247,3 +247,14 @@ def test_a_graph_with_features_trains_on_them_unless_the_settings_say():
     named = {"node_input": "features"}
     assert with_graph_node_input(named, 0) == named
     assert PLNLPConfig().node_input == "embedding"
+
+
+def test_batches_grow_to_their_fraction_of_an_epoch_and_never_shrink():
+    """B = max(batch_size / W, ceil(f P)): a small graph keeps batch_size, a
+    large one takes at most 1 / f steps an epoch, each worker its share."""
+    config = PLNLPConfig(batch_size=1152, batch_fraction=0.125)
+    assert config.batch_for(3695) == 1152
+    assert config.batch_for(29_690) == 3712
+    assert -(-29_690 // config.batch_for(29_690)) == 8
+    assert config.batch_for(14_845, world_size=2) == 1856
+    assert PLNLPConfig(batch_size=1152).batch_for(29_690) == 1152

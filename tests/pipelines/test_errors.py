@@ -179,6 +179,8 @@ ENTRIES: dict[str, Entry] = {
                                                       "node input, and input_projection is null"),
     "completion-range": settings("ncn_completion_threshold must be in (0, 1] and "
                                  "ncn_completion_alpha at least 0, got 1.5 and 1.0."),
+    "batch-fraction-range": settings("batch_fraction must be in (0, 1] (a batch's least share "
+                                     "of an epoch's positives) or null, got 1.5."),
     "lr-not-positive": settings("lr must be positive, got 0.0."),
     "walk-length-negative": settings("walk_length must be 0 (off) or positive, got -1."),
     "initial-residual-negative": settings("encoder_initial_residual must be 0 (off) or "
@@ -629,6 +631,7 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
                                                         "--set", "projection_dropout=0.5"],
     "completion-range": lambda _: ["--dataset", "cora", "--set", "ncn_completion=true",
                                    "--set", "ncn_completion_threshold=1.5"],
+    "batch-fraction-range": lambda _: ["--dataset", "ddi", "--set", "batch_fraction=1.5"],
     "lr-not-positive": lambda _: ["--dataset", "ddi", "--set", "lr=0"],
     "walk-length-negative": lambda _: ["--dataset", "ddi", "--set", "walk_length=-1"],
     "initial-residual-negative": lambda _: ["--dataset", "ddi", "--set",
