@@ -19,7 +19,14 @@ from plnlp_core.graph import (
     select_training_edges,
 )
 from plnlp_core.losses import LOSSES, WEIGHTED_LOSSES, LossFn
-from plnlp_core.nn import EDGE_PREDICTORS, ENCODER_LEVELS, GNNEncoder, NodeInput, PLNLPModel
+from plnlp_core.nn import (
+    EDGE_PREDICTORS,
+    ENCODER_LEVELS,
+    GNNEncoder,
+    NodeInput,
+    NodeLevelWithoutTargets,
+    PLNLPModel,
+)
 from plnlp_core.nn.edge_level.completion import Completion
 from plnlp_core.nn.model import unwrap
 from plnlp_core.parts.import_path import is_import_path
@@ -54,7 +61,6 @@ def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLP
             "predictor_layers": config.predictor_layers,
             "predictor_dropout": config.predictor_dropout,
             "predictor_residual": config.predictor_residual,
-            "target_edge_removal": config.node_target_edge_removal,
         },
         "edge": lambda: {
             "predictor": build_edge_predictor(config, encoder.out_channels),
@@ -64,8 +70,10 @@ def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLP
     }
     if sampled:
         encoder.stop_caching()  # every step's graph is another sample
-    return ENCODER_LEVELS.get(config.encoder_level)(
-        node_input, encoder, **level_arguments[config.encoder_level]())
+    level = ENCODER_LEVELS.get(config.encoder_level)
+    if level is PLNLPModel and config.node_target_edge_removal:
+        level = NodeLevelWithoutTargets
+    return level(node_input, encoder, **level_arguments[config.encoder_level]())
 
 
 def encoder_layer(config: PLNLPConfig) -> str | type[nn.Module]:

@@ -1,13 +1,14 @@
 from torch import Tensor, nn
 
 from plnlp_core.nn.edge_level.common_neighbors import AdjacencyLookup, dropped_edges
+from plnlp_core.nn.edge_level.target_removal import TargetEdgeRemoval
 from plnlp_core.nn.encoders.encoder import GNNEncoder
 from plnlp_core.nn.model import ENCODER_LEVELS, PLNLPModel
 from plnlp_core.nn.node_input import NodeInput
 
 
 @ENCODER_LEVELS.register("edge")
-class EdgeLevelModel(PLNLPModel):
+class EdgeLevelModel(TargetEdgeRemoval, PLNLPModel):
     r"""A link predictor with an edge-level neighborhood encoder (the paper's
     ENE, left to future work in §4.1; here the NCN form): the node encoder's
     vectors of :math:`i` and :math:`j` and of their common neighbours, and
@@ -26,7 +27,7 @@ class EdgeLevelModel(PLNLPModel):
     pairs of a step that are edges of the graph are exactly its positive
     edges, as negatives never are. A step whose positives are more than
     :attr:`MAX_REMOVED` of the graph's edges is scored in groups, each on the
-    graph without its own positives (:meth:`PLNLPModel.removal_groups`).
+    graph without its own positives (:meth:`TargetEdgeRemoval.removal_groups`).
     In evaluation :math:`\tilde{A} = A`,
     the whole input graph. Every distinct pair is still scored once. With
     ``target_edge_removal=False`` training scores every pair on :math:`A`
@@ -64,7 +65,7 @@ class EdgeLevelModel(PLNLPModel):
 
     def __init__(self, node_input: NodeInput, encoder: GNNEncoder, predictor: nn.Module,
                  target_edge_removal: bool = True, edge_dropout: float = 0.0) -> None:
-        super(PLNLPModel, self).__init__()  # nn.Module's: the predictor here is not PREDICTORS'
+        nn.Module.__init__(self)  # not PLNLPModel's: the predictor here is not PREDICTORS'
         self.node_input = node_input
         self.encoder = encoder
         self.target_edge_removal = target_edge_removal
