@@ -34,7 +34,7 @@ from components.storage.location import Location
 from components.storage.parquet_io import PAIR_TABLES
 from components.train.stage import train
 from components.train.startup import startup_phases
-from components.train.workers import WorkerGroup
+from components.train.worker_group import WorkerGroup
 from pipelines.planning.presets import load_preset
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS, cache_dir, resolve_data_root

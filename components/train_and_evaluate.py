@@ -21,7 +21,7 @@ from components.storage.location import Location
 from components.storage.split_inputs import split_inputs
 from components.train.stage import train
 from components.train.startup import COMMAND, DRIVER_MARKS, startup_phases
-from components.train.workers import WorkerGroup
+from components.train.worker_group import WorkerGroup
 from plnlp_core.config import PLNLPConfig
 
 

@@ -42,7 +42,7 @@ class SweepTrial(tune.Trainable):
 
     ``options`` holds ``tracking_uri``, ``experiment_id``, ``parent_run_id``,
     ``metric`` (the validation metric compared), ``workers`` (a
-    :class:`components.train.workers.WorkerGroup`), ``checkpoints`` (a
+    :class:`components.train.worker_group.WorkerGroup`), ``checkpoints`` (a
     :class:`~components.storage.location.Location`), ``max_failures`` and
     ``decision_epochs`` (the scheduler's rungs).
     """

@@ -19,7 +19,7 @@ from components.train.stored_checkpoints import newest_checkpoint
 from components.train.training_actor import fit_training_actor
 from components.train.trial_training import train_in_trial
 from components.train.worker import train_worker
-from components.train.workers import WorkerGroup
+from components.train.worker_group import WorkerGroup
 from plnlp_core.config import PLNLPConfig
 
 

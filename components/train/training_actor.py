@@ -37,7 +37,7 @@ from components.storage.location import Location
 from components.train.report_relay import Report, ReportQueue, ReportRelay
 from components.train.session import TrialStopped
 from components.train.trial_training import train_in_trial
-from components.train.workers import WorkerGroup
+from components.train.worker_group import WorkerGroup
 from plnlp_core.choices import PART_KINDS
 from plnlp_core.parts.import_path import is_import_path
 

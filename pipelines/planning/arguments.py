@@ -10,7 +10,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from components.train.workers import WorkerGroup
+from components.train.worker_group import WorkerGroup
 from pipelines.planning.request import GraphFlags, RunRequest, SweepRequest
 from plnlp_core.choices import DEFAULT_SPLIT, HEURISTIC_CHOICES, NCN_SPLIT
 from plnlp_core.data.datasets import DATASETS

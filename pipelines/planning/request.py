@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from components.train.workers import WorkerGroup
+from components.train.worker_group import WorkerGroup
 from pipelines.planning.input_choice import node_input_choice
 from pipelines.planning.presets import (
     default_preset,

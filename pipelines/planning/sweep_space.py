@@ -28,7 +28,7 @@ import copy
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from components.train.workers import WorkerGroup
+from components.train.worker_group import WorkerGroup
 from plnlp_core.config import OPTION_SETTINGS, PLNLPConfig
 from plnlp_core.data.datasets import DatasetInfo
 from plnlp_core.errors import PLNLPError

@@ -16,7 +16,7 @@ import psutil
 import ray
 
 from components.recording.store import PROBE_TIMEOUT_S, connection_detail
-from components.train.workers import WorkerGroup
+from components.train.worker_group import WorkerGroup
 from pipelines.runtime.background_imports import imported_beside
 from pipelines.runtime.environment import changed_environment
 from pipelines.runtime.ray_internals import (

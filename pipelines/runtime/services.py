@@ -11,7 +11,7 @@ import ray
 from components.recording.reads import tracking_uri
 from components.recording.store import check_tracking_store
 from components.storage.location import Location, check_listable, check_writable, is_uri
-from components.train.workers import WorkerGroup
+from components.train.worker_group import WorkerGroup
 from pipelines.runtime.home_folder import keep_home_clean
 from pipelines.runtime.interrupts import SignalGuard, stop
 from pipelines.runtime.ray_cluster import connect_ray, sized_workers

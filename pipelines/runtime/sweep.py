@@ -259,7 +259,7 @@ def run_sweep(plan: SweepPlan, own_process: bool = False) -> int:
         import ray
 
         from components.recording.reads import get_run, tracking_uri
-        from components.train.workers import WorkerGroup
+        from components.train.worker_group import WorkerGroup
         from pipelines.runtime.console import quiet_console, runs_table_page, ui_link
         from pipelines.runtime.services import prepare
 

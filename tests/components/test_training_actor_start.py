@@ -8,7 +8,7 @@ import pytest
 import ray
 
 from components.train import training_actor
-from components.train.workers import WorkerGroup
+from components.train.worker_group import WorkerGroup
 from pipelines.run import main
 
 pytestmark = pytest.mark.slow  # the suite's local Ray and its actors

@@ -9,7 +9,7 @@ from ray.exceptions import ActorDiedError, RayTaskError
 
 from components.storage.location import Location
 from components.train import stage, training_actor
-from components.train.workers import WorkerGroup
+from components.train.worker_group import WorkerGroup
 from plnlp_core.errors import PLNLPError
 
 

@@ -1578,7 +1578,7 @@ def test_an_interrupted_sweep_says_how_many_trials_ended_and_how_to_go_on(
 
 def test_an_interrupt_before_the_run_records_nothing(tmp_path, unwritten_mlflow_store,
                                                      no_ray_shutdown, capsys):
-    from components.train.workers import WorkerGroup
+    from components.train.worker_group import WorkerGroup
 
     with pytest.raises(SystemExit) as exited:
         services.prepare(lambda: interrupt_self(signal.SIGINT), WorkerGroup())

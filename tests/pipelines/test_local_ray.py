@@ -92,7 +92,7 @@ def test_a_local_ray_s_dashboard_comes_when_asked_and_its_workers_know_its_addre
     ("head:6379", None, 1, 1), ("", 3, 1, 3), ("head:6379", 4, 2, 4)])
 def test_a_worker_holds_a_local_ray_s_cpus_and_one_on_a_cluster_unless_told(
         monkeypatch, address, asked, workers, held):
-    from components.train.workers import WorkerGroup
+    from components.train.worker_group import WorkerGroup
     from pipelines.runtime import ray_cluster
 
     monkeypatch.setenv("RAY_ADDRESS", address)

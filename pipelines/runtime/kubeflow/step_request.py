@@ -2,7 +2,7 @@
 flags would make (no Ray, MLflow or torch); ``pipelines/kubeflow.py`` makes
 its own from its flags, which it shares with ``run.py``
 (:func:`pipelines.planning.arguments.shared_request`)."""
-from components.train.workers import WorkerGroup
+from components.train.worker_group import WorkerGroup
 from pipelines.planning.request import RunRequest
 
 
