@@ -1,6 +1,6 @@
 from torch import Tensor, nn
 
-from plnlp_core.nn.edge_level.common_neighbors import AdjacencyLookup, dropped_edges
+from plnlp_core.nn.edge_level.common_neighbors import dropped_edges
 from plnlp_core.nn.edge_level.target_removal import TargetEdgeRemoval
 from plnlp_core.nn.encoders.encoder import GNNEncoder
 from plnlp_core.nn.model import ENCODER_LEVELS, PLNLPModel
@@ -73,7 +73,6 @@ class EdgeLevelModel(TargetEdgeRemoval, PLNLPModel):
         if target_edge_removal or edge_dropout > 0:
             encoder.stop_caching()
         self.predictor = predictor
-        self._lookup: AdjacencyLookup | None = None
 
     def score(self, h: Tensor, pairs: Tensor, adj: Tensor | None = None,
               repeated: bool = False) -> Tensor:
