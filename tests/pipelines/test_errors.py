@@ -1959,14 +1959,15 @@ import mlflow, ray
 from pipelines.runtime import job
 
 def shutdown_that_waits():
+    print(f"second signal at {time.monotonic()}", file=sys.stderr, flush=True)
     os.kill(os.getpid(), signal.SIGINT)  # a second signal during the clean-up
-    time.sleep(30)
+    time.sleep(600)
 
 ray.shutdown = shutdown_that_waits
 def job_(work):
     mlflow.log_metric("train_loss", 1.0, step=1)
     os.kill(os.getpid(), signal.SIGTERM)
-    time.sleep(30)
+    time.sleep(600)
 job.execute("second", "run", None, job_)
 """
 
@@ -1978,11 +1979,13 @@ def test_a_second_signal_during_the_clean_up_ends_the_process_at_once(tmp_path):
     database = tmp_path / "mlflow.db"
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{database}",
            "PLNLP_CACHE_DIR": str(tmp_path / "cache")}
-    started = time.monotonic()
     ended = subprocess.run([sys.executable, "-c", SECOND_SIGNAL, str(REPO_ROOT)], env=env,
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=300)
+    exited = time.monotonic()
     assert ended.returncode == 130, ended.stderr[-3000:]
-    assert time.monotonic() - started < 30  # not the 30 s the clean-up would wait
+    # timed from the second signal, not from the start (imports take 5-30 s on 2 busy cores)
+    second = float(re.search(r"second signal at ([0-9.]+)", ended.stderr).group(1))
+    assert exited - second < 60  # not the 600 s the clean-up would wait
     lines = [line for line in ended.stderr.splitlines() if line.startswith("interrupted:")]
     assert len(lines) == 1 and "KILLED at epoch 1, logged through epoch 1" in lines[0], lines
     run = only_run(f"sqlite:///{database}", "second")
