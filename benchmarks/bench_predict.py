@@ -8,7 +8,7 @@ recommendation table, for a dataset's ``paper`` model.
 
 Scoring costs the same whatever the weights, so the model is the preset's
 architecture at its initial weights, encoded once over the input graph and
-logged as the pipeline logs it (:mod:`components.recording.models`) to a
+logged as the pipeline logs it (:mod:`components.recording.model_export`) to a
 scratch MLflow store. Peak memory is the largest resident set of the
 ``predict.py`` process (its Python, torch and MLflow included).
 """
@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 from timing import MIB, PeakMemory, timed
 
-from components.recording.models import log_link_model, logged_model_uri
+from components.recording.model_export import log_link_model, logged_model_uri
 from pipelines.planning.presets import load_preset
 from plnlp_core.assembly import build_input_adjacency, build_model
 from plnlp_core.config import PLNLPConfig

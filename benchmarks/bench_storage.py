@@ -10,7 +10,7 @@ Without ``--endpoint`` the S3 server is moto's, on 127.0.0.1, started here
 bandwidth). Each pipeline run is a command of its own with its own local Ray,
 run twice so that the second finds its stage cache warm; the figures are the
 second run's. A checkpoint is what a Train worker writes (model, Adam's
-moments, the best state; :func:`components.train.checkpoints.write_checkpoint`):
+moments, the best state; :func:`components.train.checkpoint_writer.write_checkpoint`):
 written locally, then copied into the work folder and back as Ray Train and
 the restarts copy it.
 """
@@ -33,7 +33,7 @@ from timing import timed
 
 from components.recording.metric_names import run_metrics
 from components.storage.location import Location
-from components.train.checkpoints import write_checkpoint
+from components.train.checkpoint_writer import write_checkpoint
 from pipelines.planning.presets import load_preset
 from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig

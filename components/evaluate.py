@@ -179,8 +179,8 @@ def log_final(directory: Location) -> dict[str, float]:
     :func:`write_final`) as the active run's metrics and ``model``; returns
     the metrics."""
     # The recording wing (MLflow) loads here, in the driver: not in the Train worker.
-    from components.recording.models import log_link_model
-    from components.recording.tracking import log_metrics
+    from components.recording.model_export import log_link_model
+    from components.recording.run_records import log_metrics
 
     final, id_kind = read_final(directory)
     log_metrics(final)

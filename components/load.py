@@ -209,7 +209,7 @@ def _planetoid_copy(info: DatasetInfo, data_root: Location) -> Path:
 def log_graph(dataset: DatasetArtifact) -> None:
     """For a graph of one's own: what reading it dropped or noticed (its
     entry's ``report.json``) and its node id mapping, logged to the active
-    MLflow run by :func:`components.recording.tracking.log_graph_report`.
+    MLflow run by :func:`components.recording.run_records.log_graph_report`.
     Nothing for OGB datasets."""
     if dataset.meta.info is None:  # OGB's
         return
@@ -217,7 +217,7 @@ def log_graph(dataset: DatasetArtifact) -> None:
     if not (directory / REPORT_FILE).exists():
         return
     # MLflow loads here, in the driver: not in the load task that imports this module.
-    from components.recording.tracking import log_graph_report
+    from components.recording.run_records import log_graph_report
 
     report = GraphReport(**json.loads((directory / REPORT_FILE).read_text()))
     log_graph_report(dataset.meta.dataset, report, directory / NODE_IDS_FILE)

@@ -13,10 +13,10 @@ from components.augment import augment
 from components.evaluate import log_final
 from components.heart import heart_stage
 from components.recording.dataset_inputs import log_dataset_inputs
-from components.recording.names import CHECKPOINTS_TAG
 from components.recording.reads import active_run_info, tracking_uri
-from components.recording.runs import tag_run, untag_run
-from components.recording.tracking import log_metrics, log_training
+from components.recording.run_lifecycle import tag_run, untag_run
+from components.recording.run_records import log_metrics, log_training
+from components.recording.tags import CHECKPOINTS_TAG
 from components.storage.location import Location
 from components.storage.split_inputs import split_inputs
 from components.train.stage import train

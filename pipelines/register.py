@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     skip_final_collection()
     args = parse_args(argv)
     try:
-        from components.recording.models import register_link_model
+        from components.recording.model_export import register_link_model
         from components.recording.reads import get_run
         from pipelines.runtime.home_folder import keep_home_clean
         from pipelines.runtime.model_source import check_model_uri

@@ -67,7 +67,7 @@ class RunFailed(RuntimeError):
 def pipeline(plan: RunPlan) -> dict[str, float]:
     """:func:`score`, then the run's description: the settings that differ
     from the preset, and the final metrics."""
-    from components.recording.tracking import describe_run
+    from components.recording.run_records import describe_run
 
     final = score(plan)
     describe_run(plan.preset, plan.changed_settings(), final, plan.source.info.main_metric_key)
@@ -110,7 +110,7 @@ def load(plan: RunPlan) -> Loaded:
     # Ray, MLflow and the stages load only once the arguments are valid.
     from components.heart import heart_stage
     from components.load import log_graph
-    from components.recording.tracking import log_config, log_sources
+    from components.recording.run_records import log_config, log_sources
     from components.storage.location import Location
     from components.train.startup import mark
     from pipelines.runtime.job import check_host_memory
@@ -139,7 +139,7 @@ def score_heuristic(plan: RunPlan, loaded: Loaded) -> dict[str, float]:
     import ray
 
     from components.evaluate import evaluate_heuristic
-    from components.recording.tracking import log_metrics
+    from components.recording.run_records import log_metrics
 
     cpus = plan.request.workers.cpus_per_worker
     final = ray.get(evaluate_heuristic.options(num_cpus=cpus).remote(
@@ -154,8 +154,8 @@ def train_seeds(plan: RunPlan, loaded: Loaded) -> dict[str, float]:
     and std logged, the best seed's model registered, each seed's
     validation drawn in one figure."""
     from components.recording.reads import active_run_info
+    from components.recording.run_records import log_metrics, log_validation_curves
     from components.recording.seed_summary import seed_line, summary_metrics
-    from components.recording.tracking import log_metrics, log_validation_curves
 
     finals, children = [], {}
     for i in range(plan.runs):
@@ -181,8 +181,8 @@ def train_seed(plan: RunPlan, loaded: Loaded, i: int) -> tuple[str, dict[str, fl
     run left unfinished): its run id and final metrics. A graph whose split
     is drawn, Planetoid's, is split anew: split seed ``--split-seed + i``."""
     from components.heart import heart_stage
-    from components.recording.runs import start_run
-    from components.recording.tracking import clear_failure, log_config
+    from components.recording.run_lifecycle import start_run
+    from components.recording.run_records import clear_failure, log_config
     from components.train_and_evaluate import train_and_evaluate
     from pipelines.runtime.load_stage import load_stage
 
@@ -209,7 +209,7 @@ def register(plan: RunPlan, finals: dict[str, dict[str, float]]) -> None:
     ``finals``, run id to final metrics) with the best validation metric."""
     if plan.request.register is None:
         return
-    from components.recording.models import register_link_model
+    from components.recording.model_export import register_link_model
 
     metric = f"final_valid_{plan.source.info.main_metric_key}"
     best = max(finals, key=lambda run_id: finals[run_id][metric])

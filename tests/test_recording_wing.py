@@ -2,9 +2,9 @@
 outside ``components/recording/`` that logs, tags, opens, ends or registers
 through ``mlflow`` or an ``MlflowClient`` fails this test, and so does one
 that imports ``mlflow`` at all (at its top or inside a function), but the
-tracking store's checks (``components/recording/store.py``). Reads go
+tracking store's checks (``components/recording/tracking_store.py``). Reads go
 through :mod:`components.recording.reads`, names through
-:mod:`components.recording.names`.
+:mod:`components.recording.tags`.
 
 The wing is a leaf that only logs: a module inside it that imports a stage
 (or the stage cache, or the Parquet files stages hand on) fails too; what
@@ -218,7 +218,7 @@ def test_the_import_scan_lets_the_wing_s_own_imports_pass(tmp_path):
     wing = tmp_path / "components" / "recording"
     wing.mkdir(parents=True)
     (wing / "example.py").write_text(
-        "import mlflow\nfrom components.recording.names import EPOCH\n"
+        "import mlflow\nfrom components.recording.tags import EPOCH\n"
         "from components.storage.location import local_copy\n"
         "from components.artifacts import TrainArtifact\nfrom . import plots")
     assert not list(stage_imports(wing / "example.py", tmp_path))

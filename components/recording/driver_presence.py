@@ -18,7 +18,7 @@ from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
 from components.recording.metric_delivery import spoken_duration
-from components.recording.names import (
+from components.recording.tags import (
     DRIVER_SEEN_TAG,
     DRIVER_TAG,
     FAILURE_TAG,

@@ -7,7 +7,7 @@ from collections import deque
 import ray.train
 
 from components.recording.metric_delivery import MetricSender
-from components.recording.names import EPOCHS, FINAL, RESTORED_FROM, WALL_TIME
+from components.recording.tags import EPOCHS, FINAL, RESTORED_FROM, WALL_TIME
 
 MLFLOW_BATCH = 1000  # metrics MLflow takes in one log_batch
 Report = tuple[list[dict], int | None, int]

@@ -4,7 +4,7 @@ sentence when the store has none), a run's nested runs, its settings
 (``config.yaml``) and other artifacts, its metric history, and the models
 logged and registered. Nothing outside the recording wing imports MLflow:
 it reads through here (and checks the store through
-:mod:`components.recording.store`)."""
+:mod:`components.recording.tracking_store`)."""
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -18,7 +18,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from components.recording.mlflow_internals import thread_run_id
-from components.recording.names import CONFIG_FILE, PARENT_TAG
+from components.recording.tags import CONFIG_FILE, PARENT_TAG
 from plnlp_core.errors import PLNLPError
 
 ELSEWHERE = "or set MLFLOW_TRACKING_URI to the store that holds it"
@@ -99,7 +99,7 @@ def downloaded(run_id: str, artifact: str) -> Iterator[Path]:
 
 def run_settings(run_id: str) -> dict:
     """Every resolved setting the run started with: its ``config.yaml``
-    (see :func:`components.recording.tracking.log_config`)."""
+    (see :func:`components.recording.run_records.log_config`)."""
     with downloaded(run_id, CONFIG_FILE) as path:
         return yaml.safe_load(path.read_text())
 

@@ -5,7 +5,7 @@ model's own copy of :mod:`plnlp_core`. It scores pairs of the user's node
 ids: a frame with ``src`` and ``dst`` in, one ``score`` column out, as
 :class:`plnlp_core.scoring.link_scorer.LinkScorer` computes it (on the GPU when
 there is one). The ids arrive as the request sent them (see
-:data:`components.recording.models.ID_COLUMN_TYPES`) and are refused as
+:data:`components.recording.model_export.ID_COLUMN_TYPES`) and are refused as
 ``pipelines/predict.py`` refuses them, in the same sentence."""
 from pathlib import Path
 

@@ -6,7 +6,7 @@ import ray
 import ray.train
 from ray.util.queue import Queue
 
-from components.recording.names import EPOCH, EPOCHS
+from components.recording.tags import EPOCH, EPOCHS
 
 CONTROLLER = "controller"
 

@@ -12,14 +12,14 @@ from ray import tune
 from ray.util.queue import Queue
 
 from components.artifacts import DatasetArtifact
-from components.recording.names import TRIAL_TAG
-from components.recording.runs import ActiveRun, start_run, use_tracking_uri
-from components.recording.sweep_tracking import (
+from components.recording.run_lifecycle import ActiveRun, start_run, use_tracking_uri
+from components.recording.run_records import log_config
+from components.recording.sweep_records import (
     killed_with_its_sweep,
     trial_run_name,
     unfinished_trial_run,
 )
-from components.recording.tracking import log_config
+from components.recording.tags import TRIAL_TAG
 from components.sweep.reporter import CONTROLLER, EPOCH, SweepReporter
 from components.train_and_evaluate import train_and_evaluate
 from plnlp_core.config import PLNLPConfig

@@ -11,9 +11,9 @@ import ray.train
 import torch
 import torch.distributed as dist
 
-from components.recording.names import EPOCHS, FINAL, RESTORED_FROM, WALL_TIME
-from components.train.checkpoints import write_checkpoint
-from components.train.stored_checkpoints import checkpoint_epoch, checkpoint_name
+from components.recording.tags import EPOCHS, FINAL, RESTORED_FROM, WALL_TIME
+from components.train.checkpoint_reader import checkpoint_epoch, checkpoint_name
+from components.train.checkpoint_writer import write_checkpoint
 from plnlp_core.training.fitting import EpochResult
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class EpochReporter:
 
     Every ``checkpoint_every`` epochs since the previous checkpoint, and
     after the last epoch, each worker writes its state into the run's
-    storage (Ray Train's copy), as :func:`components.train.stored_checkpoints.checkpoint_name`
+    storage (Ray Train's copy), as :func:`components.train.checkpoint_reader.checkpoint_name`
     names it; from there a restarted worker goes on (see
     :func:`components.train.worker.train_worker`), whether or not Train's
     controller has taken the checkpoint's report. So a lost worker costs at
@@ -68,7 +68,7 @@ class EpochReporter:
     marked ``FINAL`` (its logger returns once MLflow holds every epoch).
 
     Rank 0's reports carry the epochs since the previous one (see
-    :mod:`components.recording.names`)
+    :mod:`components.recording.tags`)
     for :class:`components.recording.epoch_logger.EpochLogger` and, in a sweep,
     :class:`components.sweep.reporter.SweepReporter`; its checkpoints' timing
     holds the start-up marks and when each epoch ended.

@@ -13,9 +13,9 @@ from ray.exceptions import RayActorError
 from components.artifacts import DatasetArtifact, HeartArtifact, TrainArtifact, WalkArtifact
 from components.recording.epoch_logger import EpochLogger
 from components.storage.location import Location
-from components.train.checkpoints import BEST_DIR, BEST_FILE, HISTORY_FILE, TIMING_FILE
+from components.train.checkpoint_reader import newest_checkpoint
+from components.train.checkpoint_writer import BEST_DIR, BEST_FILE, HISTORY_FILE, TIMING_FILE
 from components.train.startup import mark
-from components.train.stored_checkpoints import newest_checkpoint
 from components.train.training_actor import fit_training_actor
 from components.train.trial_training import train_in_trial
 from components.train.worker import train_worker

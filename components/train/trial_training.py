@@ -8,8 +8,8 @@ import ray.train
 import torch
 
 from components.storage.location import Location
+from components.train.checkpoint_reader import newest_checkpoint
 from components.train.session import TrialSession, TrialStopped
-from components.train.stored_checkpoints import newest_checkpoint
 from components.train.worker import train_with
 
 

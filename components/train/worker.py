@@ -15,15 +15,15 @@ from components.storage.graph_files import read_adjacency
 from components.storage.location import Location
 from components.storage.parquet_io import read_node_ids, read_split
 from components.storage.stage_cache import local_entry
-from components.train.checkpoints import HISTORY_FILE, TIMING_FILE
-from components.train.epoch_reporter import EpochReporter
-from components.train.session import RayTrainSession, TrialSession
-from components.train.startup import mark
-from components.train.stored_checkpoints import (
+from components.train.checkpoint_reader import (
     checkpoint_epoch,
     newest_complete,
     stored_checkpoints,
 )
+from components.train.checkpoint_writer import HISTORY_FILE, TIMING_FILE
+from components.train.epoch_reporter import EpochReporter
+from components.train.session import RayTrainSession, TrialSession
+from components.train.startup import mark
 from components.train.walk_rounds import ParquetWalkRounds
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.nn.edge_level.common_neighbors import summing_choice

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from components.recording.driver_presence import refuse_a_driven_run
 from components.recording.metric_names import run_metrics
-from components.recording.names import CHECKPOINTS_TAG, DATA_ROOT_TAG, DATASET_TAG, WORK_DIR_TAG
 from components.recording.reads import (
     Run,
     child_runs,
@@ -20,9 +19,10 @@ from components.recording.reads import (
     run_settings,
     tracking_uri,
 )
-from components.recording.store import check_tracking_store
+from components.recording.tags import CHECKPOINTS_TAG, DATA_ROOT_TAG, DATASET_TAG, WORK_DIR_TAG
+from components.recording.tracking_store import check_tracking_store
 from components.storage.location import Location, is_uri
-from components.train.checkpoints import SHAPES_FILE
+from components.train.checkpoint_writer import SHAPES_FILE
 from pipelines.planning.presets import parse_overrides
 from pipelines.planning.request import GraphSource, RunPlan, RunRequest
 from plnlp_core.assembly import build_model

@@ -11,7 +11,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from components.recording.names import (
+from components.recording.tags import (
     DATA_ROOT_TAG,
     DATASET_TAG,
     SEARCH_SPACE_FILE,
@@ -118,7 +118,7 @@ def _sweep_run(run_id: str) -> object:
     """The MLflow run ``--resume`` names, from a store that must exist
     (reading one creates it), without MLflow's download bars."""
     from components.recording.reads import find_run, tracking_uri
-    from components.recording.store import check_store_exists, check_tracking_store
+    from components.recording.tracking_store import check_store_exists, check_tracking_store
 
     check_store_exists(tracking_uri())
     check_tracking_store(tracking_uri())  # a server that does not answer: at once

@@ -249,7 +249,7 @@ class SearchSpace:
             return None
         from ray.tune.schedulers import ASHAScheduler
 
-        from components.recording.names import EPOCH
+        from components.recording.tags import EPOCH
 
         return ASHAScheduler(time_attr=EPOCH, **self.asha)
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from urllib.parse import quote, urlencode
 
 from components.recording.metric_names import logged_name, natural_order
-from components.recording.names import PARENT_TAG
+from components.recording.tags import PARENT_TAG
 from components.train.startup import describe_startup
 from plnlp_core.errors import without_credentials
 
@@ -163,7 +163,7 @@ def print_summary(run_id: str, final: dict[str, float], main_metric: str) -> Non
     """The block a finished run ends with: its final metrics, the MLflow run,
     and the command that shows it."""
     from components.recording.metric_names import run_metrics
-    from components.recording.models import logged_model_uri
+    from components.recording.model_export import logged_model_uri
     from components.recording.reads import get_run, tracking_uri
     from components.recording.seed_summary import spread_line
 

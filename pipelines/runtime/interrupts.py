@@ -26,12 +26,6 @@ from typing import NoReturn
 import ray
 
 from components import ray_cleanup
-from components.recording.names import (
-    CHECKPOINTS_TAG,
-    FAILURE_TAG,
-    INTERRUPTED_TAG,
-    TUNE_STATE_TAG,
-)
 from components.recording.reads import (
     active_run_info,
     child_runs,
@@ -39,9 +33,15 @@ from components.recording.reads import (
     main_thread_run_id,
     metric_history,
 )
-from components.recording.runs import end_other_run, end_run
+from components.recording.run_lifecycle import end_other_run, end_run
+from components.recording.tags import (
+    CHECKPOINTS_TAG,
+    FAILURE_TAG,
+    INTERRUPTED_TAG,
+    TUNE_STATE_TAG,
+)
 from components.storage.location import Location
-from components.train.stored_checkpoints import resumable_epoch
+from components.train.checkpoint_reader import resumable_epoch
 from pipelines.runtime.ray_cluster import gcs_answers
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -363,7 +363,7 @@ def _killed(run_id: str, reason: str, since: float | None, reached: int,
 
 def _sweep_killed(run_id: str) -> str:
     """What became of an interrupted sweep's run."""
-    from components.recording.sweep_tracking import recorded_outcomes
+    from components.recording.sweep_records import recorded_outcomes
 
     ended = len(recorded_outcomes(run_id))
     return (f"sweep run {run_id} KILLED with {ended} trial{'' if ended == 1 else 's'} ended; "

@@ -17,12 +17,17 @@ import torch
 from components.recording.driver_presence import driver_heartbeat, end_abandoned_runs
 from components.recording.metric_delivery import MetricsUndelivered, spoken_duration
 from components.recording.reads import active_run_info, get_run, run_names, tracking_uri
-from components.recording.runs import end_run, mark_training_experiment, open_experiment, start_run
-from components.recording.store import (
+from components.recording.run_lifecycle import (
+    end_run,
+    mark_training_experiment,
+    open_experiment,
+    start_run,
+)
+from components.recording.run_records import clear_failure, mark_failed
+from components.recording.tracking_store import (
     local_store_path,
     tracking_store_lock,
 )
-from components.recording.tracking import clear_failure, mark_failed
 from components.storage.location import (
     Location,
 )

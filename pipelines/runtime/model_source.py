@@ -6,7 +6,7 @@ model). Loading a model runs the code logged with it
 tracking server."""
 import re
 
-from components.recording.models import MODEL_ARTIFACT, logged_model_uri
+from components.recording.model_export import MODEL_ARTIFACT, logged_model_uri
 from components.recording.reads import (
     ELSEWHERE,
     child_runs,
@@ -18,7 +18,7 @@ from components.recording.reads import (
     registered_model_names,
     tracking_uri,
 )
-from components.recording.store import check_store_exists
+from components.recording.tracking_store import check_store_exists
 from plnlp_core.errors import PLNLPError
 from plnlp_core.scoring.link_scorer import LinkScorer
 

@@ -1,7 +1,7 @@
 """The Ray cluster ``RAY_ADDRESS`` names, checked before a run joins it, or
 the local Ray a run starts. Each problem is one :class:`PLNLPError`
 sentence that names the address and the fix; every probe gives up within
-:data:`~components.recording.store.PROBE_TIMEOUT_S` seconds."""
+:data:`~components.recording.tracking_store.PROBE_TIMEOUT_S` seconds."""
 import contextlib
 import dataclasses
 import logging
@@ -15,7 +15,7 @@ import grpc
 import psutil
 import ray
 
-from components.recording.store import PROBE_TIMEOUT_S, connection_detail
+from components.recording.tracking_store import PROBE_TIMEOUT_S, connection_detail
 from components.train.worker_group import WorkerGroup
 from pipelines.runtime.background_imports import imported_beside
 from pipelines.runtime.environment import changed_environment

@@ -20,9 +20,9 @@ from contextlib import contextmanager
 
 import ray
 
-from components.recording.names import FAILURE_TAG
 from components.recording.reads import child_runs
-from components.recording.runs import end_other_run
+from components.recording.run_lifecycle import end_other_run
+from components.recording.tags import FAILURE_TAG
 from pipelines.runtime.ray_cluster import LOCAL_RAY, gcs_answers
 from plnlp_core.errors import first_line
 

@@ -9,7 +9,7 @@ from typing import TypeVar
 import ray
 
 from components.recording.reads import tracking_uri
-from components.recording.store import check_tracking_store
+from components.recording.tracking_store import check_tracking_store
 from components.storage.location import Location, check_listable, check_writable, is_uri
 from components.train.worker_group import WorkerGroup
 from pipelines.runtime.home_folder import keep_home_clean

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from components.storage.location import Location
 from components.storage.stage_cache import stage_cache_root
-from components.train.checkpoints import checkpoint_root
+from components.train.checkpoint_writer import checkpoint_root
 from plnlp_core.data.datasets import data_root_setting
 
 
@@ -31,7 +31,7 @@ class StorageRoots:
 
     @property
     def checkpoints(self) -> Location:
-        """The runs' checkpoints (see :func:`components.train.checkpoints.checkpoint_root`)."""
+        """The runs' checkpoints (:func:`components.train.checkpoint_writer.checkpoint_root`)."""
         return checkpoint_root(self.work)
 
     def sources(self) -> tuple[str, str | None]:

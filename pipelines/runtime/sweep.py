@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from components.recording.names import SEARCH_SPACE_FILE, TUNE_STATE_TAG
+from components.recording.tags import SEARCH_SPACE_FILE, TUNE_STATE_TAG
 from pipelines.planning.request import SweepPlan
 from pipelines.planning.sweep_plan import check_cluster
 from pipelines.planning.sweep_space import SearchSpace
@@ -41,7 +41,7 @@ TUNE_INTERRUPT_NOTES = ("Stop signal received", "Experiment has been interrupted
 
 # The sweep's modules (Tune, torch, PyG, MLflow's client, the stages): imported while Ray starts
 SWEEP_MODULES = ("pipelines.runtime.job", "ray.tune", "components.sweep.trial",
-                 "components.heart", "components.recording.sweep_tracking",
+                 "components.heart", "components.recording.sweep_records",
                  "pipelines.runtime.load_stage")
 
 
@@ -63,8 +63,8 @@ def sweep(plan: SweepPlan) -> object:
 
     from components.heart import heart_stage
     from components.recording.reads import active_run_info, get_run, tracking_uri
-    from components.recording.runs import tag_run, untag_run
-    from components.recording.tracking import log_config, log_sources, log_text
+    from components.recording.run_lifecycle import tag_run, untag_run
+    from components.recording.run_records import log_config, log_sources, log_text
     from components.storage.location import Location
     from components.sweep.trial import SweepTrial
     from pipelines.planning.gpu_packing import pack_trials
@@ -111,7 +111,7 @@ def sweep(plan: SweepPlan) -> object:
         state.remove()
         untag_run(TUNE_STATE_TAG)
     if request.register is not None:
-        from components.recording.models import register_link_model
+        from components.recording.model_export import register_link_model
 
         print(register_link_model(best["run_id"], request.register, f"final_{space.metric}"),
               flush=True)
@@ -145,15 +145,15 @@ def new_tuner(space: SearchSpace, trainable: object, state: "Location", run_id: 
               verbose: bool, max_failures: int) -> object:
     """Ray Tune's tuner of a new sweep, keeping its state in ``state``; its
     callback records each trial's outcome on the trial's run (see
-    :class:`components.recording.sweep_tracking.TrialOutcomes`), and Tune saves it with
+    :class:`components.recording.sweep_records.TrialOutcomes`), and Tune saves it with
     its state for ``--resume``. A trial that trains in its own actor and
     fails is restarted up to ``max_failures`` times, going on from its
     newest checkpoint (a Train worker group restarts its own workers)."""
     import ray
     from ray import tune
 
-    from components.recording.sweep_tracking import TrialOutcomes
-    from components.recording.tracking import log_config
+    from components.recording.run_records import log_config
+    from components.recording.sweep_records import TrialOutcomes
     from pipelines.runtime.job import describe_failure
 
     storage_path, storage_filesystem = state.parent.ray_storage()
@@ -226,7 +226,7 @@ def summarise(space: SearchSpace, run: object, finished: bool) -> object:
     the sweep's ``run`` (its MLflow ``RunInfo``); returns the best trial's
     row. A finished sweep none of whose trials was evaluated fails, with
     the first failure's reason."""
-    from components.recording.sweep_tracking import close_trial_runs, log_sweep_summary, trial_table
+    from components.recording.sweep_records import close_trial_runs, log_sweep_summary, trial_table
 
     outcomes, run_ids = close_trial_runs(run.run_id)
     table = trial_table(outcomes, run_ids, space.metric, space.mode)

@@ -48,7 +48,7 @@ class FitState:
         best_state: dict[str, Tensor] | None,
     ) -> "FitState":
         """The state now, on the CPU, to be written before training goes on
-        (:func:`~components.train.checkpoints.write_checkpoint` does so at
+        (:func:`~components.train.checkpoint_writer.write_checkpoint` does so at
         once): tensors on a GPU are copied, those on the CPU are the
         training objects' own. Copying those too doubled a large graph's
         embedding and its Adam moments at every checkpoint (3 GiB of a

@@ -19,7 +19,7 @@ from components.recording.driver_presence import (
     end_abandoned_runs,
     refuse_a_driven_run,
 )
-from components.recording.names import (
+from components.recording.tags import (
     DRIVER_SEEN_TAG,
     DRIVER_TAG,
     FAILURE_TAG,

@@ -10,9 +10,10 @@ import torch
 from pyarrow.fs import LocalFileSystem
 
 import components.train.epoch_reporter as reporting
-from components.recording.names import EPOCHS, FINAL, RESTORED_FROM
+from components.recording.tags import EPOCHS, FINAL, RESTORED_FROM
 from components.storage.location import Location
-from components.train.checkpoints import write_checkpoint
+from components.train.checkpoint_reader import checkpoint_name, stored_checkpoints
+from components.train.checkpoint_writer import write_checkpoint
 from components.train.epoch_reporter import (
     CHECKPOINT,
     METRICS,
@@ -22,7 +23,6 @@ from components.train.epoch_reporter import (
     _seconds,
 )
 from components.train.session import TrialSession, TrialStopped
-from components.train.stored_checkpoints import checkpoint_name, stored_checkpoints
 from plnlp_core.training.fit_state import FitState
 from plnlp_core.training.fitting import EpochResult
 

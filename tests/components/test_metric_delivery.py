@@ -13,7 +13,7 @@ from mlflow.tracking import MlflowClient
 import components.recording.metric_delivery as delivery
 from components.recording.epoch_logger import EpochLogger
 from components.recording.metric_delivery import MetricSender, MetricsUndelivered
-from components.recording.names import EPOCHS, FINAL, WALL_TIME
+from components.recording.tags import EPOCHS, FINAL, WALL_TIME
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,7 @@ import mlflow
 import pytest
 
 from components.recording.metric_names import code_name, logged_name, run_metrics
-from components.recording.tracking import log_metrics
+from components.recording.run_records import log_metrics
 
 
 @pytest.mark.parametrize(("name", "logged"), [

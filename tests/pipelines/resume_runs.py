@@ -6,8 +6,8 @@ from pathlib import Path
 import mlflow
 import yaml
 
-from components.recording.names import CHECKPOINTS_TAG
-from components.train.checkpoints import SHAPES_FILE
+from components.recording.tags import CHECKPOINTS_TAG
+from components.train.checkpoint_writer import SHAPES_FILE
 from plnlp_core.assembly import build_model
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS

@@ -208,7 +208,7 @@ def checkpoints_in_bucket(services: Services, world_size: int) -> tuple[int, int
     finished writing, and of the one Train's controller holds (from the
     snapshot it keeps beside them: none for a training actor); 0 where
     there is none yet."""
-    from components.train.stored_checkpoints import (
+    from components.train.checkpoint_reader import (
         CHECKPOINT_PREFIX,
         checkpoint_epoch,
         stored_checkpoints,

@@ -38,7 +38,8 @@ from ray.core.generated import gcs_service_pb2
 
 import pipelines.runtime.interrupts
 import pipelines.runtime.ray_cluster
-from components.recording.names import (
+from components.recording.sweep_records import TrialOutcome
+from components.recording.tags import (
     DRIVER_TAG,
     FAILURE_TAG,
     INTERRUPTED_TAG,
@@ -46,7 +47,6 @@ from components.recording.names import (
     TRIAL_TAG,
     TUNE_STATE_TAG,
 )
-from components.recording.sweep_tracking import TrialOutcome
 from components.storage.split_meta import DatasetMeta
 from pipelines.planning.presets import load_preset
 from pipelines.planning.sweep_space import SearchSpace
@@ -1998,7 +1998,7 @@ FIRST_TOUCH = """
 import sys
 sys.path.insert(0, sys.argv[1])
 import mlflow
-from components.recording.store import tracking_store_lock
+from components.recording.tracking_store import tracking_store_lock
 with tracking_store_lock(mlflow.get_tracking_uri()):
     mlflow.set_experiment("plnlp-ddi")
 with mlflow.start_run():
@@ -2226,7 +2226,11 @@ def predict_store(mlflow_store, ddi_standin_split, tmp_path) -> dict[str, str]:
     import mlflow
     import pyarrow as pa
 
-    from components.recording.models import log_link_model, logged_model_uri, register_link_model
+    from components.recording.model_export import (
+        log_link_model,
+        logged_model_uri,
+        register_link_model,
+    )
     from plnlp_core.assembly import build_input_adjacency, build_model
     from plnlp_core.config import PLNLPConfig
     from plnlp_core.data.node_ids import NodeIds
@@ -2299,7 +2303,7 @@ def test_predict_refuses_a_model_whose_part_does_not_import_here(mlflow_store, d
     one imports: where the helper is not, the model is refused."""
     import mlflow
 
-    from components.recording.models import log_link_model
+    from components.recording.model_export import log_link_model
     from pipelines.predict import main as predict_main
     from plnlp_core.assembly import build_input_adjacency, build_model
     from plnlp_core.config import PLNLPConfig

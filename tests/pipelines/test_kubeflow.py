@@ -10,7 +10,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from components.recording.metric_names import run_metrics
-from components.recording.models import logged_model_uri
+from components.recording.model_export import logged_model_uri
 from pipelines.kubeflow import main
 from pipelines.planning.arguments import run_request, sweep_request
 from pipelines.planning.run_plan import plan_run

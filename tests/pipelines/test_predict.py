@@ -21,7 +21,7 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from components.recording.models import CHAMPION, register_link_model
+from components.recording.model_export import CHAMPION, register_link_model
 from examples.link_parts import MarginRankingLoss
 from pipelines.planning.request import RunRequest
 from pipelines.predict import main as predict

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from components.recording.names import FAILURE_TAG
+from components.recording.tags import FAILURE_TAG
 from pipelines.run import main
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 import pipelines.runtime.interrupts
-from components.recording.names import (
+from components.recording.sweep_records import TrialOutcome, record_outcome
+from components.recording.tags import (
     CHECKPOINTS_TAG,
     FAILURE_TAG,
     INTERRUPTED_TAG,
@@ -21,7 +22,6 @@ from components.recording.names import (
     TRIAL_TAG,
     TUNE_STATE_TAG,
 )
-from components.recording.sweep_tracking import TrialOutcome, record_outcome
 from pipelines.planning.sweep_space import SearchSpace
 from pipelines.runtime.interrupts import SignalGuard, library_stops_first
 from pipelines.runtime.sweep import fit

@@ -22,7 +22,7 @@ from components.augment import augment
 from components.evaluate import evaluate_and_log_model
 from components.heart import heart_stage
 from components.load import log_graph
-from components.recording.tracking import log_config
+from components.recording.run_records import log_config
 from components.storage.location import Location, local_copy
 from components.storage.split_meta import DatasetMeta
 from components.storage.stage_cache import local_entry, stage_cache_root

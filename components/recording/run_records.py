@@ -14,7 +14,9 @@ from mlflow.tracking import MlflowClient
 
 from components.artifacts import TrainArtifact
 from components.recording.metric_names import logged_metrics, natural_order
-from components.recording.names import (
+from components.recording.plots import plot_learning_curve, plot_validation_curves
+from components.recording.seed_summary import paired, spread_line
+from components.recording.tags import (
     CONFIG_FILE,
     DATA_ROOT_TAG,
     DATASET_TAG,
@@ -23,8 +25,6 @@ from components.recording.names import (
     INTERRUPTED_TAG,
     WORK_DIR_TAG,
 )
-from components.recording.plots import plot_learning_curve, plot_validation_curves
-from components.recording.seed_summary import paired, spread_line
 from components.storage.location import local_copy
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.own_graph import GraphReport

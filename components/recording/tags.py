@@ -7,13 +7,13 @@ a command may name a tag before MLflow loads."""
 # MLflow's own tags
 PARENT_TAG = "mlflow.parentRunId"  # a nested run's parent (a seed's, a trial's)
 DESCRIPTION_TAG = "mlflow.note.content"  # the run page's Description, in Markdown
-EXPERIMENT_KIND_TAG = "mlflow.experimentKind"  # an experiment's, see runs.mark_training_experiment
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"  # see run_lifecycle.mark_training_experiment
 
 # how a run ended, when it did not finish
 FAILURE_TAG = "failure_reason"
 INTERRUPTED_TAG = "interrupted_at_epoch"  # the epoch ``--resume`` goes on after
 
-# what ``--resume RUN_ID`` finds again from any folder (see tracking.log_sources)
+# what ``--resume RUN_ID`` finds again from any folder (see run_records.log_sources)
 DATASET_TAG = "plnlp.dataset"
 DATA_ROOT_TAG = "plnlp.data_root"
 WORK_DIR_TAG = "plnlp.work_dir"

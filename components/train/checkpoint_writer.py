@@ -10,10 +10,10 @@ validation has improved, ``best/`` with ``model.pt`` (a ``state_dict``) and
 the size of every file it wrote: a copy into storage is not atomic, and a
 reader tells a checkpoint every worker finished from one a dying worker left
 half-copied by them
-(:func:`components.train.stored_checkpoints.stored_checkpoints`).
+(:func:`components.train.checkpoint_reader.stored_checkpoints`).
 
 Epoch ``e``'s checkpoint is the folder
-:func:`~components.train.stored_checkpoints.checkpoint_name` names in the
+:func:`~components.train.checkpoint_reader.checkpoint_name` names in the
 run's Ray Train storage folder, whether or not its report has reached Train's
 controller."""
 import json
@@ -23,7 +23,7 @@ import torch
 
 from components.artifacts import CHECKPOINT_FILE
 from components.storage.location import Location
-from components.train.stored_checkpoints import MANIFEST_FILE
+from components.train.checkpoint_reader import MANIFEST_FILE
 from plnlp_core.data.datasets import cache_dir
 from plnlp_core.training.fit_state import FitState
 

@@ -29,7 +29,7 @@ from mlflow.types.schema import AnyType
 import components.recording.served_model
 import plnlp_core
 from components.recording.metric_names import run_metrics
-from components.recording.names import CHAMPION
+from components.recording.tags import CHAMPION
 from plnlp_core.parts.import_path import code_location, own_parts
 from plnlp_core.scoring.link_scorer import LinkScorer
 

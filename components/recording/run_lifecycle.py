@@ -4,7 +4,7 @@ import mlflow
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from components.recording.names import EXPERIMENT_KIND_TAG
+from components.recording.tags import EXPERIMENT_KIND_TAG
 
 ActiveRun = mlflow.ActiveRun  # what start_run returns, for annotations elsewhere
 

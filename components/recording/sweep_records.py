@@ -20,7 +20,10 @@ from mlflow.tracking import MlflowClient
 from ray import tune
 
 from components.recording.metric_names import logged_metrics, run_metrics
-from components.recording.names import (
+from components.recording.plots import plot_metric_by_setting
+from components.recording.reads import child_runs
+from components.recording.run_records import log_validation_curves
+from components.recording.tags import (
     BEST_TRIAL_TAG,
     CHECKPOINTS_TAG,
     DESCRIPTION_TAG,
@@ -31,9 +34,6 @@ from components.recording.names import (
     STOPPED_EARLY_TAG,
     TRIAL_TAG,
 )
-from components.recording.plots import plot_metric_by_setting
-from components.recording.reads import child_runs
-from components.recording.tracking import log_validation_curves
 from components.storage.location import Location
 from plnlp_core.parts.import_path import is_import_path
 

@@ -8,10 +8,10 @@ import pytest
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from components.recording.names import DESCRIPTION_TAG, EXPERIMENT_KIND_TAG
-from components.recording.runs import mark_training_experiment, open_experiment
+from components.recording.run_lifecycle import mark_training_experiment, open_experiment
+from components.recording.run_records import describe_run, mark_failed, run_description
 from components.recording.seed_summary import summary_metrics
-from components.recording.tracking import describe_run, mark_failed, run_description
+from components.recording.tags import DESCRIPTION_TAG, EXPERIMENT_KIND_TAG
 from plnlp_testing.processes import free_port
 
 FINAL = {"final_valid_hits_20": 0.0406, "final_test_hits_20": 0.009,

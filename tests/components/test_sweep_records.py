@@ -4,15 +4,8 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-import components.recording.tracking as tracking
-from components.recording.names import (
-    DESCRIPTION_TAG,
-    FAILURE_TAG,
-    INTERRUPTED_TAG,
-    STOPPED_EARLY_TAG,
-    TRIAL_TAG,
-)
-from components.recording.sweep_tracking import (
+import components.recording.run_records as tracking
+from components.recording.sweep_records import (
     TrialOutcome,
     close_trial_runs,
     killed_with_its_sweep,
@@ -21,6 +14,13 @@ from components.recording.sweep_tracking import (
     recorded_outcomes,
     trial_table,
     unfinished_trial_run,
+)
+from components.recording.tags import (
+    DESCRIPTION_TAG,
+    FAILURE_TAG,
+    INTERRUPTED_TAG,
+    STOPPED_EARLY_TAG,
+    TRIAL_TAG,
 )
 
 
@@ -112,7 +112,7 @@ def test_an_interrupted_sweep_keeps_its_ended_trials_and_the_best_so_far_until_i
 
 
 def test_a_trial_run_is_named_by_its_sampled_settings():
-    from components.recording.sweep_tracking import trial_run_name
+    from components.recording.sweep_records import trial_run_name
 
     assert trial_run_name({"num_neg": 3, "loss": "auc", "lr": 0.0123456}) \
         == "loss=auc-lr=0.01235-num_neg=3"

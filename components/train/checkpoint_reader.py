@@ -1,7 +1,7 @@
 """The checkpoints a run's storage holds, as a reader finds them: which
 epochs, and which of them every worker finished copying (each worker's
 ``files-<rank>.json`` lists the size of every file it wrote; the layout
-is :mod:`components.train.checkpoints`'). Reading needs no torch, so that
+is :mod:`components.train.checkpoint_writer`'). Reading needs no torch, so that
 an interrupt's record and ``--resume`` read them before torch is loaded."""
 import json
 import re
