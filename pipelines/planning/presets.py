@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from pipelines.planning.settings_yaml import read_settings_yaml
 from plnlp_core.config import PLNLPConfig
 from plnlp_core.data.datasets import DATASETS
 from plnlp_core.errors import PLNLPError
@@ -136,14 +137,14 @@ def parse_overrides(overrides: tuple[str, ...] | list[str]) -> dict[str, object]
         key, sep, value = override.partition("=")
         if not sep or not key:
             raise PLNLPError(f"--set {override!r} is not KEY=VALUE; write e.g. --set lr=0.01.")
-        settings[key.strip()] = yaml.safe_load(value)
+        settings[key.strip()] = read_settings_yaml(value)
     return settings
 
 
 def read_mapping(path: Path, what: str) -> dict:
     """A YAML file holding a mapping; ``what`` names it in errors."""
     try:
-        data = yaml.safe_load(path.read_text())
+        data = read_settings_yaml(path.read_text())
     except (OSError, yaml.YAMLError) as error:
         detail = str(error).strip().splitlines()[0]
         raise PLNLPError(f"cannot read {what} {path} ({detail}); "
