@@ -74,7 +74,7 @@ def csr_of_pairs(pairs: Tensor, num_nodes: int, both_ways: bool) -> Tensor:
     crow = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
     return torch.sparse_csr_tensor(crow, keys.remainder_(num_nodes),
                                    torch.ones(keys.numel(), device=keys.device),
-                                   (num_nodes, num_nodes))
+                                   (num_nodes, num_nodes), check_invariants=False)  # sorted, unique
 
 
 def select_training_edges(

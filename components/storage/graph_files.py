@@ -1,5 +1,6 @@
-"""The training graph and node features of a split as ``.npy`` files beside
-its Parquet tables, memory-mapped by whoever reads them.
+"""The training graph and node features (dense, or a sparse table's entries)
+of a split as ``.npy`` files beside its Parquet tables, memory-mapped by
+whoever reads them.
 
 Every Train worker needs the whole message-passing graph. Built in each
 worker from the training edges, two workers on one node held two copies of
@@ -32,6 +33,8 @@ COL_FILE = "adj_col.npy"
 VALUES_FILE = "adj_values.npy"
 DEGREE_FILE = "degree.npy"
 FEATURES_FILE = "node_features.npy"
+FEATURE_INDICES_FILE = "node_feature_indices.npy"  # sparse features: [2, entries] (node, feature)
+FEATURE_VALUES_FILE = "node_feature_values.npy"
 
 
 def write_graph_files(split: LinkSplit, directory: Path) -> None:
@@ -40,7 +43,10 @@ def write_graph_files(split: LinkSplit, directory: Path) -> None:
     adj, degree = build_adjacency(split.train_pos, split.num_nodes)
     arrays = {CROW_FILE: adj.crow_indices(), COL_FILE: adj.col_indices(),
               VALUES_FILE: adj.values(), DEGREE_FILE: degree}
-    if split.x is not None:
+    if split.x is not None and split.x.is_sparse:
+        x = split.x.coalesce()
+        arrays[FEATURE_INDICES_FILE], arrays[FEATURE_VALUES_FILE] = x.indices(), x.values()
+    elif split.x is not None:
         arrays[FEATURES_FILE] = split.x
     for name, tensor in arrays.items():
         np.save(directory / name, tensor.numpy(), allow_pickle=False)
@@ -62,19 +68,28 @@ def read_adjacency(directory: Path, num_nodes: int) -> tuple[Tensor, Tensor]:
 
 def read_features(directory: Path, num_nodes: int, feature_dim: int) -> Tensor:
     """The node features :func:`write_graph_files` wrote under ``directory``,
-    memory-mapped: a model that never reads them never loads a page."""
-    return mapped_tensor(directory / FEATURES_FILE, (num_nodes, feature_dim))
+    memory-mapped, dense or sparse as they were written: a model that never
+    reads them never loads a page."""
+    if not (directory / FEATURE_VALUES_FILE).exists():
+        return mapped_tensor(directory / FEATURES_FILE, (num_nodes, feature_dim))
+    values = mapped_tensor(directory / FEATURE_VALUES_FILE, None, torch.float)
+    indices = mapped_tensor(directory / FEATURE_INDICES_FILE, (2, values.numel()), torch.long)
+    return torch.sparse_coo_tensor(indices, values, (num_nodes, feature_dim), is_coalesced=True,
+                                   check_invariants=False)  # the stage cache checks its sha256
 
 
-def mapped_tensor(path: Path, shape: tuple[int, ...], dtype: torch.dtype | None = None) -> Tensor:
+def mapped_tensor(path: Path, shape: tuple[int, ...] | None,
+                  dtype: torch.dtype | None = None) -> Tensor:
     """The ``.npy`` array at ``path``, copy-on-write mapped, as a tensor
-    sharing its memory; refused unless it has ``shape`` (and ``dtype``)."""
+    sharing its memory; refused unless it has ``shape`` (one dimension, any
+    length, for ``None``) and ``dtype``."""
     try:
         tensor = torch.from_numpy(np.lib.format.open_memmap(path, mode="c"))
     except FileNotFoundError:
         raise _damaged(path, "no such file") from None
     except (OSError, ValueError, TypeError) as error:
         raise _damaged(path, f"not a .npy array: {error}") from None
+    shape = shape if shape is not None else tuple(tensor.shape[:1])
     if tensor.shape != shape or (dtype is not None and tensor.dtype != dtype):
         expected = str(tensor.dtype if dtype is None else dtype).removeprefix("torch.")
         raise _damaged(path, f"{str(tensor.dtype).removeprefix('torch.')} of shape "

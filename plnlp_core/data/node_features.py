@@ -12,7 +12,8 @@
 In the two sparse forms a node without rows has no active feature, and
 nothing of the size nodes x features is written; every form is read into
 its non-zero entries (:class:`FeatureTable`), checked there, and only the
-model's input tensor is made from them (:meth:`FeatureTable.dense`).
+model's input tensor is made from them (:meth:`FeatureTable.tensor`: sparse
+where few entries are set, so that no nodes x features table is made at all).
 Rows naming no node of the graph are left out and counted, so that a
 feature file covering more nodes than the edge list (nodes without edges)
 still serves. Each refusal is one :class:`PLNLPError` naming the file, the
@@ -32,6 +33,8 @@ from plnlp_core.errors import PLNLPError
 LONG_COLUMNS = ({"id", "feature"}, {"id", "feature", "value"})
 LIST_COLUMNS = {"id", "features"}
 LIST_SEPARATORS = r"[\s,;]+"
+SPARSE_DENSITY = 0.1
+"""The largest fraction of set entries a feature table is kept sparse at."""
 
 
 @dataclass(frozen=True)
@@ -54,8 +57,28 @@ class FeatureTable:
     num_nodes: int
     extra_ids: np.ndarray
 
+    def tensor(self) -> Tensor:
+        """The features as the model reads them, ``[num_nodes, num_features]``
+        float32: a sparse COO tensor (coalesced) when at most
+        :data:`SPARSE_DENSITY` of its entries are set and it has more than one
+        column, else dense. A set entry costs 20 bytes sparse (two int64
+        indices and a value) against 4 bytes for every entry dense, so a bag
+        of words (Cora 1.3 % set) is 15 times smaller sparse, and a table of
+        a million nodes by 100,000 words no longer needs 400 GB."""
+        if self.num_features > 1 and len(self.values) <= SPARSE_DENSITY * self.num_nodes \
+                * self.num_features:
+            return self.sparse()
+        return self.dense()
+
+    def sparse(self) -> Tensor:
+        """The features as a coalesced sparse COO tensor."""
+        indices = torch.from_numpy(np.stack([self.rows, self.columns]))
+        return torch.sparse_coo_tensor(indices, torch.from_numpy(self.values),
+                                       (self.num_nodes, self.num_features),
+                                       check_invariants=True).coalesce()
+
     def dense(self) -> Tensor:
-        """The features as the model reads them, float32 ``[num_nodes, num_features]``."""
+        """The features as a dense tensor."""
         x = torch.zeros(self.num_nodes, self.num_features)
         x[torch.from_numpy(self.rows), torch.from_numpy(self.columns)] = \
             torch.from_numpy(self.values)
@@ -172,6 +195,7 @@ def _lists(table: pa.Table, path: Path, ids: pa.Array) -> FeatureTable:
     known = rows >= 0
     rows, columns = rows[known], columns[known]
     _refuse_negative(columns, rows, path, ids)
+    rows, columns = np.unique(np.stack([rows, columns]), axis=1)  # a feature listed twice is set
     return FeatureTable(rows, columns, np.ones(len(rows), dtype=np.float32),
                         int(columns.max(initial=-1)) + 1, len(ids), extra)
 

@@ -127,7 +127,7 @@ def load_own_graph(
     x = None
     if features is not None:
         table = read_node_features(Path(features), ids)
-        x = table.dense()
+        x = table.tensor()
         report = dataclasses.replace(report, extra_feature_ids=len(table.extra_ids))
     negatives = min(len(parts["valid_neg"]), len(parts["test_neg"]))
     scored = tuple(k for k in hits_k if k < negatives)

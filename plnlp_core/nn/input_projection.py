@@ -35,7 +35,7 @@ class InputProjection(nn.Module):
         bias (bool): Learn :math:`\mathbf{b}`. (default: ``True``)
 
     Shapes:
-        - **input:** node features :math:`(N, F)`
+        - **input:** node features :math:`(N, F)`, dense or sparse COO
         - **output:** :math:`(N, D)`
     """
 
@@ -77,15 +77,20 @@ class InputProjection(nn.Module):
 
 
 class FeatureEntries:
-    """The non-zero entries of a feature matrix ``[N, F]``: in row order
+    """The non-zero entries of a feature matrix ``[N, F]``, dense or sparse
+    COO: in row order
     (``cols``, ``values``, each row's first entry ``offsets``) and in
     column order (``rows_by_col``, ``order`` into the row order, each
     column's first entry ``col_offsets``), as ``embedding_bag`` reads
     them."""
 
     def __init__(self, x: Tensor) -> None:
-        rows, self.cols = x.nonzero(as_tuple=True)
-        self.values = x[rows, self.cols]
+        if x.is_sparse:
+            x = x.coalesce()  # its entries in row order
+            (rows, self.cols), self.values = x.indices(), x.values()
+        else:
+            rows, self.cols = x.nonzero(as_tuple=True)
+            self.values = x[rows, self.cols]
         self.offsets = _firsts(rows, x.size(0))
         self.order = torch.argsort(self.cols, stable=True)
         self.rows_by_col = rows.index_select(0, self.order)

@@ -53,7 +53,8 @@ class NodeInput(nn.Module):
             input. (default: ``0.0``)
 
     Shapes:
-        - **input:** node features :math:`(N, F)` or ``None``
+        - **input:** node features :math:`(N, F)` (dense, or sparse COO: the
+          projection reads its entries alone, raw use densifies it) or ``None``
         - **output:** :math:`(N, D')` with :math:`D'` = :attr:`out_channels`
     """
 
@@ -109,8 +110,11 @@ class NodeInput(nn.Module):
         if self.use_features:
             if nodes is not None:  # the rows, gathered where the features are (pinned host memory)
                 x = x.index_select(0, nodes.to(x.device)).to(nodes.device, non_blocking=True)
-            parts.append(x if self.categories is None else
-                         self.categories(category_index(x, self.categories.num_embeddings)))
+            if self.categories is not None:
+                x = self.categories(category_index(x, self.categories.num_embeddings))
+            elif x.is_sparse and self.feature_projection is None:
+                x = x.to_dense()  # read raw: only the projection reads the entries alone
+            parts.append(x)
         if self.projected:
             return self._project(parts)
         h = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
@@ -145,6 +149,8 @@ def category_index(x: Tensor, num_categories: int) -> Tensor:
     or the value of its one integer column (:math:`F = 1`). Refuses a row
     that is not one-hot, or a value that is no integer below :math:`C`."""
     refuse_categories(summarize_categories(x), num_categories)
+    if x.is_sparse:  # one entry a row, checked above
+        return x.coalesce().indices()[1]
     return x.argmax(dim=1) if x.size(1) > 1 else x.squeeze(1).long()
 
 
@@ -153,8 +159,11 @@ def summarize_categories(x: Tensor) -> dict[str, float | int | None]:
     dataset's ``meta.json``: its column count, the first node whose row is
     no category (not one-hot over several columns; not a non-negative
     integer in one) with that value, and the largest category's node."""
+    if x.is_sparse and x.size(1) == 1:
+        x = x.to_dense()
     if x.size(1) > 1:
-        return {"columns": x.size(1), "bad_node": _first_row_not_one_hot(x),
+        first_bad = _first_sparse_row_not_one_hot if x.is_sparse else _first_row_not_one_hot
+        return {"columns": x.size(1), "bad_node": first_bad(x),
                 "bad_value": None, "largest_node": None, "largest": None}
     column = x.squeeze(1)
     bad = ((column.long() != column) | (column < 0)).nonzero()
@@ -162,6 +171,17 @@ def summarize_categories(x: Tensor) -> dict[str, float | int | None]:
             "bad_value": float(column[bad[0]]) if bad.numel() else None,
             "largest_node": int(column.argmax()) if column.numel() else None,
             "largest": float(column.max()) if column.numel() else None}
+
+
+def _first_sparse_row_not_one_hot(x: Tensor) -> int | None:
+    """The first row of the sparse ``x`` without exactly one entry, a 1."""
+    x = x.coalesce()
+    rows = x.indices()[0]
+    entries = torch.bincount(rows, minlength=x.size(0))
+    bad = entries != 1
+    bad[rows[x.values() != 1]] = True
+    first = bad.nonzero()
+    return int(first[0]) if first.numel() else None
 
 
 def _first_row_not_one_hot(x: Tensor, chunk: int = 65536) -> int | None:

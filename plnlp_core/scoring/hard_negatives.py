@@ -193,7 +193,7 @@ class _Graph:
         self.adj.sort_indices()
         degree = _degrees(edges, num_nodes, edge_weight, self.adj)
         self.scaled = sp.csr_array(self.adj.multiply(np.float32(1) / degree[None, :]))
-        self.x = None if x is None else F.normalize(x.float().cpu(), dim=1)
+        self.x = None if x is None else F.normalize(_dense(x).float().cpu(), dim=1)
         self.push = _Push(self.adj, eps, alpha)
         self.num_nodes = num_nodes
 
@@ -204,6 +204,11 @@ class _Graph:
         if self.x is not None:
             scores.append(self.x[anchors] @ self.x.T)
         return scores
+
+
+def _dense(x: Tensor) -> Tensor:
+    """``x`` as a dense tensor: the feature heuristic scores every pair of a chunk."""
+    return x.to_dense() if x.is_sparse else x
 
 
 def _degrees(edges: Tensor, num_nodes: int, edge_weight: Tensor | None,

@@ -1,5 +1,6 @@
 """The training graph the load stage writes as .npy files: memory-mapped, it is
 the graph each worker would build from the training edges."""
+import dataclasses
 import re
 import warnings
 from pathlib import Path
@@ -8,7 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from components.storage.graph_files import COL_FILE, CROW_FILE, read_adjacency
+from components.storage.graph_files import (
+    COL_FILE,
+    CROW_FILE,
+    FEATURES_FILE,
+    read_adjacency,
+    read_features,
+    write_graph_files,
+)
 from components.storage.parquet_io import read_split, write_split
 from plnlp_core.assembly import build_training_graph
 from plnlp_core.config import PLNLPConfig
@@ -103,3 +111,18 @@ def test_a_missing_or_damaged_file_is_refused_naming_it_and_the_fix(directory, d
             as caught:
         read_adjacency(directory, 60)
     assert str(caught.value).endswith(f"; delete {directory} to rebuild it.")
+
+
+def test_sparse_features_are_written_as_their_entries_and_read_back_sparse(
+        ddi_standin_split: LinkSplit, tmp_path: Path):
+    """No nodes x features file: the entries and their values, mapped back
+    into the same sparse tensor."""
+    n = ddi_standin_split.num_nodes
+    x = torch.zeros(n, 1000)
+    x[torch.arange(n), torch.arange(n) * 7 % 1000] = 1.0
+    x[0, 3] = 2.5
+    split = dataclasses.replace(ddi_standin_split, x=x.to_sparse())
+    write_graph_files(split, tmp_path)
+    assert not (tmp_path / FEATURES_FILE).exists()
+    read = read_features(tmp_path, n, 1000)
+    assert read.is_sparse and torch.equal(read.to_dense(), x)

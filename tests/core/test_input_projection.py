@@ -29,6 +29,29 @@ def test_without_dropout_it_is_the_dense_linear_map_forward_and_backward():
     assert torch.allclose(projection.weight.grad, linear.weight.grad.t(), atol=1e-5)
 
 
+def test_sparse_features_give_the_dense_features_output_and_gradient():
+    x = bag_of_words()
+    projection = InputProjection(50, 8).eval()
+    dense = projection(x)
+    dense.square().sum().backward()
+    expected, projection.weight.grad = projection.weight.grad, None
+    sparse = projection(x.to_sparse())
+    sparse.square().sum().backward()
+    assert torch.allclose(sparse, dense, atol=1e-6)
+    assert torch.allclose(projection.weight.grad, expected, atol=1e-5)
+
+
+def test_node_input_reads_sparse_features_raw_by_rows_and_as_categories():
+    x = bag_of_words()
+    raw = NodeInput("features", 30, 8, 50).eval()
+    nodes = torch.tensor([5, 0, 29])
+    assert torch.equal(raw(x.to_sparse()), x)
+    assert torch.equal(raw(x.to_sparse(), nodes), x[nodes])
+    one_hot = torch.eye(50)[torch.arange(30) % 50]
+    categories = NodeInput("features", 30, 8, 50, num_categories=50).eval()
+    assert torch.equal(categories(one_hot.to_sparse()), categories(one_hot))
+
+
 def test_in_training_each_word_is_dropped_or_scaled_by_one_over_one_minus_p():
     x = torch.zeros(200, 5)
     x[torch.arange(200), torch.arange(200) % 5] = 1.0  # one word a node

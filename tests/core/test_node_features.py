@@ -42,6 +42,19 @@ def test_the_list_forms_mark_each_nodes_active_features(tmp_path):
         assert len(table.rows) == 5  # the non-zero entries, nothing of nodes x features
 
 
+def test_a_table_with_few_entries_set_reaches_the_model_sparse_and_a_fuller_one_dense(tmp_path):
+    """At most 10 % set (and more than one column): a sparse COO tensor, so
+    that no nodes x features table is made; the same values either way."""
+    words = write(tmp_path, "lists.csv", "id,features\n10,0 39\n12,7 7 12\n13,39\n")
+    sparse = read_node_features(words, IDS)
+    x = sparse.tensor()
+    assert x.is_sparse and x.shape == (4, 40) and x._nnz() == 5  # 3 % set; 7 listed twice is set
+    assert torch.equal(x.to_dense(), sparse.dense()) and x.to_dense().max() == 1
+    fuller = read_node_features(write(tmp_path, "wide.csv", "id,a,b,c,d\n10,1,0,0,2.5\n"
+                                      "11,0,0,0,0\n12,0,1,1,0\n13,0,0,0,1\n"), IDS)
+    assert not fuller.tensor().is_sparse and torch.equal(fuller.tensor(), EXPECTED)
+
+
 def test_long_feature_names_are_numbered_in_sorted_order_and_a_node_without_rows_is_zero(
         tmp_path):
     path = write(tmp_path, "long.csv", "id,feature\n10,cat\n12,ant\n12,dog\n")

@@ -187,7 +187,8 @@ def test_the_same_model_by_either_door(cora, tmp_path):
     torch.set_num_threads(1)
     folder = tmp_path / "cora_own"
     own = load_own_graph(folder, features=write_split_folder(cora, folder)).split
-    assert own.num_nodes == cora.num_nodes and torch.equal(own.x, cora.x)
+    assert own.num_nodes == cora.num_nodes and own.x.is_sparse \
+        and torch.equal(own.x.to_dense(), cora.x)  # 1.3 % set: kept sparse
     for field in ("valid_pos", "valid_neg", "test_pos", "test_neg"):
         assert torch.equal(getattr(own, field), getattr(cora, field))
     assert undirected(own.train_pos) == undirected(cora.train_pos)
