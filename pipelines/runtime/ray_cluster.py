@@ -288,19 +288,35 @@ def send_the_found_token() -> None:
     send_found_token()
 
 
-def gcs_answers(address: str, timeout_s: float = 1.0) -> bool:
+GCS_ANSWERS, GCS_REFUSES, GCS_SILENT = "answers", "refuses", "silent"
+
+
+def gcs_state(address: str, timeout_s: float = 1.0) -> str:
     """Whether the GCS at ``address`` (``host:port``, as
     ``ray.get_runtime_context().gcs_address`` gives it) answers within
-    ``timeout_s``: a GCS that was killed refuses at once, a lost head node
-    stays silent. Any answer, a refusal of the token included, is a GCS
-    that runs."""
+    ``timeout_s`` (any answer, a refusal of the token included, is a GCS
+    that runs), refuses the connection (no process listens: a GCS that was
+    killed), or stays silent (a lost head node, or one too busy to answer in
+    time). It is sent the token found on this machine unless
+    ``RAY_AUTH_MODE`` is off, as the driver's own connection is: asked
+    without it every second, a token-started GCS logged a warning each time."""
     host, _, port = address.rpartition(":")
+    token = ray_auth_token()
+    metadata = _authorization(token) if token and _auth_mode() != "off" else []
     try:
-        _ask_cluster_id(host, int(port), timeout_s, _token_metadata())
+        _ask_cluster_id(host, int(port), timeout_s, metadata)
     except grpc.RpcError as error:
-        return error.code() not in (grpc.StatusCode.UNAVAILABLE,
-                                    grpc.StatusCode.DEADLINE_EXCEEDED)
-    return True
+        if error.code() == grpc.StatusCode.UNAVAILABLE:
+            return GCS_REFUSES
+        if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return GCS_SILENT
+    return GCS_ANSWERS
+
+
+def gcs_answers(address: str, timeout_s: float = 1.0) -> bool:
+    """Whether the GCS at ``address`` answers within ``timeout_s`` (see
+    :func:`gcs_state`)."""
+    return gcs_state(address, timeout_s) == GCS_ANSWERS
 
 
 def _ask_cluster_id(host: str, port: int, timeout_s: float,

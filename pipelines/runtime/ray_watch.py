@@ -5,12 +5,15 @@ When Ray's GCS goes (its process killed, a lost head node), every Ray call
 of the driver that needs it blocks, and Ray's core worker ends the driver
 60 s later without running any of its code: the MLflow run would stay
 RUNNING. :func:`ray_watched` asks the GCS every :data:`WATCH_S` whether it
-answers; once it has not for :data:`LOCAL_GONE_S` (a local Ray, which
-comes back from nothing) or :data:`CLUSTER_GONE_S` (a cluster's, which a
-fault-tolerant GCS may bring back within Ray's own 60 s), the run and its
-runs still RUNNING are marked FAILED, the sentence is printed and the
-process ends (exit status 1). Its checkpoints are kept, so ``--resume``
-goes on from them."""
+answers; once a local Ray's has refused the connection for
+:data:`LOCAL_GONE_S` (its process is gone, and nothing brings it back), or
+any GCS has not answered for :data:`CLUSTER_GONE_S` (a cluster's, which a
+fault-tolerant GCS may bring back within Ray's own 60 s; a local one too
+busy to answer within a second, as on 2 cores running three trainings,
+which a 2 s patience once failed while it ran on), the run and its runs
+still RUNNING are marked FAILED, the sentence is printed and the process
+ends (exit status 1). Its checkpoints are kept, so ``--resume`` goes on
+from them."""
 import os
 import sys
 import threading
@@ -23,7 +26,7 @@ import ray
 from components.recording.reads import child_runs
 from components.recording.run_lifecycle import end_other_run
 from components.recording.tags import FAILURE_TAG
-from pipelines.runtime.ray_cluster import LOCAL_RAY, gcs_answers
+from pipelines.runtime.ray_cluster import GCS_ANSWERS, GCS_REFUSES, LOCAL_RAY, gcs_state
 from plnlp_core.errors import first_line
 
 WATCH_S = 1.0
@@ -44,12 +47,14 @@ def ray_watched(run_id: str, interrupted: Callable[[], bool]) -> Iterator[None]:
     done = threading.Event()
 
     def watch() -> None:
-        answered = time.monotonic()
+        answered = not_refused = time.monotonic()
         while not done.wait(WATCH_S):
-            if gcs_answers(address):
-                answered = time.monotonic()
-            elif time.monotonic() - answered >= (LOCAL_GONE_S if local else CLUSTER_GONE_S) \
-                    and not interrupted() and not done.is_set():
+            state, now = gcs_state(address), time.monotonic()
+            answered = now if state == GCS_ANSWERS else answered
+            not_refused = now if state != GCS_REFUSES else not_refused
+            gone = now - answered >= CLUSTER_GONE_S or \
+                (local and now - not_refused >= LOCAL_GONE_S)
+            if gone and not interrupted() and not done.is_set():
                 fail_for_a_lost_ray(run_id, ray_gone_reason(address, local, run_id))
 
     threading.Thread(target=watch, daemon=True, name="ray-watch").start()
