@@ -98,7 +98,8 @@ def host_bytes(config: PLNLPConfig, info: DatasetInfo, num_nodes: int,
     - ``model``: :math:`16P` (weights, gradients, Adam's two moments); with
       ``fanouts`` the node embedding's gradients are a step's rows, so its
       :math:`N D` weights count 12 bytes each (weights and SparseAdam's moments);
-    - ``features``: :math:`4 N F`;
+    - ``features``: :math:`4 N F`, or 20 bytes a set entry where they are
+      kept sparse (two int64 indices and a float32 value);
     - ``activations``: the encoder's, :math:`3 L N H` floats of 4 bytes:
       every full-batch step's, and evaluation's (which encodes every node
       with or without ``fanouts``); :math:`2 N H` when evaluation alone
@@ -117,7 +118,8 @@ def host_bytes(config: PLNLPConfig, info: DatasetInfo, num_nodes: int,
             and num_nodes >= CHUNKED_FROM_NODES:
         layers = 2
     return {"graph": 52 * num_train_edges + 12 * num_nodes, "model": model,
-            "features": 4 * num_nodes * info.feature_dim,
+            "features": 4 * num_nodes * info.feature_dim if info.feature_entries is None
+            else 20 * info.feature_entries,
             "activations": 4 * layers * num_nodes * config.hidden_channels}
 
 

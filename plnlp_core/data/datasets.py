@@ -35,6 +35,7 @@ class DatasetInfo:
     family: str = "ogb"  # or "planetoid" (plnlp_core.data.planetoid)
     extra_metrics: tuple[str, ...] = ()  # "auc", "mrr" beside the Hits@K of a Hits@K dataset
     mean_degree: float | None = None  # 2 x edges / nodes, where known before the graph is read
+    feature_entries: int | None = None  # the node features' set entries, where kept sparse
 
     @property
     def dir_name(self) -> str:

@@ -65,10 +65,13 @@ class FeatureTable:
         indices and a value) against 4 bytes for every entry dense, so a bag
         of words (Cora 1.3 % set) is 15 times smaller sparse, and a table of
         a million nodes by 100,000 words no longer needs 400 GB."""
-        if self.num_features > 1 and len(self.values) <= SPARSE_DENSITY * self.num_nodes \
-                * self.num_features:
-            return self.sparse()
-        return self.dense()
+        return self.sparse() if self.kept_sparse else self.dense()
+
+    @property
+    def kept_sparse(self) -> bool:
+        """Whether :meth:`tensor` keeps the features sparse."""
+        return self.num_features > 1 and \
+            len(self.values) <= SPARSE_DENSITY * self.num_nodes * self.num_features
 
     def sparse(self) -> Tensor:
         """The features as a coalesced sparse COO tensor."""

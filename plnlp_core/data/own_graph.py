@@ -124,10 +124,10 @@ def load_own_graph(
         ids, parts, report = _read_split_folder(path, directed)
     else:
         ids, parts, report = _read_edge_list(path, parse_split(split), directed, seed)
-    x = None
+    x, entries = None, None
     if features is not None:
         table = read_node_features(Path(features), ids)
-        x = table.tensor()
+        x, entries = table.tensor(), len(table.values) if table.kept_sparse else None
         report = dataclasses.replace(report, extra_feature_ids=len(table.extra_ids))
     negatives = min(len(parts["valid_neg"]), len(parts["test_neg"]))
     scored = tuple(k for k in hits_k if k < negatives)
@@ -135,7 +135,8 @@ def load_own_graph(
                                  hits_left_out=[k for k in hits_k if k not in scored])
     name = path.resolve().name if path.is_dir() else path.stem
     info = DatasetInfo(name, name, "auc", directed, 0 if x is None else x.size(1),
-                       edge_weights=parts["train_weight"] is not None, hits_k=scored)
+                       edge_weights=parts["train_weight"] is not None, hits_k=scored,
+                       feature_entries=entries)
     tensors = {key: None if a is None else torch.from_numpy(a) for key, a in parts.items()}
     link_split = LinkSplit(info=info, num_nodes=len(ids), x=x, train_year=None, **tensors)
     node_ids = pa.table({"id": ids, "index": pa.array(np.arange(len(ids)))})

@@ -1,5 +1,7 @@
 """The estimate of a run's peak GPU memory: it meets the allocator peaks
 measured on an H200, and grows with what a step holds."""
+import dataclasses
+
 import pytest
 
 from plnlp_core.config import PLNLPConfig
@@ -50,6 +52,9 @@ def test_a_worker_past_the_largest_node_s_memory_is_refused_with_the_fix():
     parts = host_bytes(full, info, 576_289, 21_231_931)
     assert parts["graph"] == 52 * 21_231_931 + 12 * 576_289
     assert parts["features"] == 4 * 576_289 * 58
+    words = dataclasses.replace(info, feature_dim=100_000, feature_entries=30_000_000)
+    assert host_bytes(full, words, 576_289, 21_231_931)["features"] == 20 * 30_000_000  # 600 MB,
+    # where the dense matrix would be 230 GB and refuse the run
     embedding = 576_289 * full.embedding_dim
     assert host_bytes(sampled, info, 576_289, 21_231_931)["model"] == parts["model"] - 4 * embedding
     need = sum(parts.values())

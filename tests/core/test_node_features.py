@@ -48,7 +48,12 @@ def test_a_table_with_few_entries_set_reaches_the_model_sparse_and_a_fuller_one_
     words = write(tmp_path, "lists.csv", "id,features\n10,0 39\n12,7 7 12\n13,39\n")
     sparse = read_node_features(words, IDS)
     x = sparse.tensor()
-    assert x.is_sparse and x.shape == (4, 40) and x._nnz() == 5  # 3 % set; 7 listed twice is set
+    assert sparse.kept_sparse and x.is_sparse and x.shape == (4, 40)
+    assert x._nnz() == 5  # 3 % set; 7 listed twice is set once
+    ring = "".join(f"{i},{10 + (i - 9) % 6}\n" for i in range(10, 16))  # 10-11-...-15-10
+    own = load_own_graph(write(tmp_path, "edges.csv", "src,dst\n" + ring),
+                         split="random:0.34,0.33,0.33", features=words)
+    assert own.split.x.is_sparse and own.split.info.feature_entries == 5  # the memory estimate's
     assert torch.equal(x.to_dense(), sparse.dense()) and x.to_dense().max() == 1
     fuller = read_node_features(write(tmp_path, "wide.csv", "id,a,b,c,d\n10,1,0,0,2.5\n"
                                       "11,0,0,0,0\n12,0,1,1,0\n13,0,0,0,1\n"), IDS)
