@@ -102,13 +102,13 @@ def auc(pos_score: Tensor, neg_score: Tensor) -> float:
         = \frac{\sum_{p \in P} r_p - |P| (|P| + 1) / 2}{|P| |N|},
 
     where :math:`r_p` is the rank of :math:`s_p` among all scores (ties
-    share their mean rank): one sort, :math:`O(n \log n)`."""
-    from scipy.stats import rankdata  # a second to import: only own graphs' AUC needs it
-
-    scores = torch.cat([pos_score.reshape(-1), neg_score.reshape(-1)]).double().cpu().numpy()
-    ranks = rankdata(scores)
+    share their mean rank): one sort in torch, :math:`O(n \log n)`."""
+    scores = torch.cat([pos_score.reshape(-1), neg_score.reshape(-1)]).detach().double().cpu()
+    _, tie_group, ties = torch.unique(scores, return_inverse=True, return_counts=True)
+    mean_rank = ties.cumsum(0).double() - (ties.double() - 1) / 2
     num_pos, num_neg = pos_score.numel(), neg_score.numel()
-    return float((ranks[:num_pos].sum() - num_pos * (num_pos + 1) / 2) / (num_pos * num_neg))
+    rank_sum = float(mean_rank.index_select(0, tie_group[:num_pos]).sum())
+    return (rank_sum - num_pos * (num_pos + 1) / 2) / (num_pos * num_neg)
 
 
 @torch.no_grad()
