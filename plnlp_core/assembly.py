@@ -66,14 +66,16 @@ def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLP
             "predictor": build_edge_predictor(config, encoder.out_channels),
             "target_edge_removal": config.target_edge_removal,
             "edge_dropout": config.edge_dropout,
+            "removal_limit": config.target_removal_limit,
         },
     }
     if sampled:
         encoder.stop_caching()  # every step's graph is another sample
     level = ENCODER_LEVELS.get(config.encoder_level)
+    arguments = level_arguments[config.encoder_level]()
     if level is PLNLPModel and config.node_target_edge_removal:
-        level = NodeLevelWithoutTargets
-    return level(node_input, encoder, **level_arguments[config.encoder_level]())
+        level, arguments["removal_limit"] = NodeLevelWithoutTargets, config.target_removal_limit
+    return level(node_input, encoder, **arguments)
 
 
 def encoder_layer(config: PLNLPConfig) -> str | type[nn.Module]:

@@ -100,6 +100,13 @@ EDGE_DROPPING_ENCODERS = ("gcn", "sum", "pure_gcn")
 """Encoders that read the adjacency's values, so that encoder_edge_dropout
 can thin them."""
 
+TARGET_REMOVAL_LIMIT = 0.15
+"""The largest fraction of the graph's edges one training graph lacks under
+target-edge removal (``target_removal_limit``'s default): about what
+evaluation's graph lacks (the held-out edges); a step whose positives are
+more is scored in groups. At ``1.0`` a step is one group, all its positives
+removed at once (NCN's own removal)."""
+
 EDGE_LEVEL_SETTINGS = {"target_edge_removal": True, "edge_dropout": 0.0, "edge_path_length": 2,
                        "edge_counts": None, "ncn_xlin": False, "ncn_tail_activation": False,
                        "ncn_two_layer_output": False, "ncn_beta": 1.0, "ncn_completion": False,

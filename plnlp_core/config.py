@@ -15,6 +15,7 @@ from plnlp_core.choices import (
     NCN_SETTINGS,
     PART_KINDS,
     SAMPLER_CHOICES,
+    TARGET_REMOVAL_LIMIT,
     WEIGHT_FREE_ENCODERS,
     WEIGHTED_LOSSES,
 )
@@ -57,6 +58,7 @@ class PLNLPConfig(CheckedSettings):
     encoder_level: str = "node"
     node_target_edge_removal: bool = False  # the edge level's is target_edge_removal
     target_edge_removal: bool = True
+    target_removal_limit: float = TARGET_REMOVAL_LIMIT
     edge_dropout: float = 0.0
     edge_path_length: int = 2
     edge_counts: bool | None = None  # None: on with predictor mlp, off with ncn
@@ -241,6 +243,8 @@ PARTS = (
     Part(("encoder_level",), tuple(EDGE_LEVEL_SETTINGS), lambda c: c.encoder_level == "node"),
     Part(("encoder_level", "encoder"), ("node_target_edge_removal",),
          lambda c: c.encoder_level != "node" or c.encoder == "none"),
+    Part(("encoder_level", "target_edge_removal", "node_target_edge_removal"),
+         ("target_removal_limit",), lambda c: not removes_target_edges(c)),
     Part(("predictor",), tuple(NCN_SETTINGS), lambda c: c.predictor != "ncn"),
     Part(("ncn_completion",), COMPLETION_SETTINGS, lambda c: not c.ncn_completion),
     Part(("predictor",), ("edge_counts", "edge_path_length"), lambda c: c.predictor != "mlp"),
@@ -263,6 +267,15 @@ input projection, the encoder's layers, the edge level, NCN, the edge MLP's coun
 MLP, weighted margins, a sampler's own settings, HeaRT's evaluation): a run
 that leaves a part out logs none of its settings. A part of one's own keeps
 the settings it may read (``candidate_pool``, ``edge_margin``)."""
+
+
+def removes_target_edges(config: PLNLPConfig) -> bool:
+    """Whether training encodes each step without its positive edges: the
+    edge level's ``target_edge_removal``, the node level's
+    ``node_target_edge_removal``."""
+    if config.encoder_level == "edge":
+        return config.target_edge_removal
+    return config.node_target_edge_removal
 
 
 def _parts_named(settings: Mapping[str, object]) -> dict[str, object]:

@@ -97,6 +97,10 @@ def check_settings(config: "CheckedSettings", info: DatasetInfo) -> None:
     if config.batch_fraction is not None and not 0 < config.batch_fraction <= 1:
         raise PLNLPError(f"batch_fraction must be in (0, 1] (a batch's least share of an "
                          f"epoch's positives) or null, got {config.batch_fraction}.")
+    if not 0 < config.target_removal_limit <= 1:
+        raise PLNLPError(f"target_removal_limit must be in (0, 1] (the largest share of the "
+                         f"graph's edges a training step removes at once), got "
+                         f"{config.target_removal_limit}.")
     if config.feature_categories is not None and config.feature_categories < 2:
         raise PLNLPError(f"feature_categories must be at least 2 or null (features used "
                          f"raw), got {config.feature_categories}.")

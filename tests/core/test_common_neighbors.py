@@ -282,6 +282,24 @@ def test_a_step_ranking_most_of_the_graph_scores_groups_on_graphs_without_their_
         torch.testing.assert_close(scores[index], alone)
 
 
+@pytest.mark.parametrize(("limit", "count"), [(1.0, 1), (0.5, 2), (0.05, 20)])
+def test_target_removal_limit_sets_how_many_groups_a_step_is_scored_in(limit, count):
+    num_nodes = 30
+    edges = random_graph(num_nodes, 100, 9)
+    adj, _ = build_adjacency(edges, num_nodes)
+    config = PLNLPConfig.from_mapping({**SMALL, "target_removal_limit": limit})
+    model = build_model(config, DATASETS.get("ddi"), num_nodes)
+    groups = model.removal_groups(model.lookup(adj), edges)
+    assert len(groups) == count  # 100 edges, at most 100 * limit out of each graph
+    assert torch.equal(torch.cat(groups).sort().values, torch.arange(edges.size(0)))
+
+
+@pytest.mark.parametrize("limit", [0.0, 1.5])
+def test_a_target_removal_limit_outside_its_range_is_refused(limit):
+    with pytest.raises(PLNLPError, match=r"target_removal_limit must be in \(0, 1\]"):
+        PLNLPConfig.from_mapping({**SMALL, "target_removal_limit": limit}).validate()
+
+
 @pytest.mark.parametrize("changes", [
     *({"loss": loss} for loss in ("auc", "hinge_auc", "weighted_hinge_auc", "ce", "log_rank")),
     {"sampler": "local", "negatives": "independent"},

@@ -179,6 +179,9 @@ ENTRIES: dict[str, Entry] = {
                                                       "node input, and input_projection is null"),
     "completion-range": settings("ncn_completion_threshold must be in (0, 1] and "
                                  "ncn_completion_alpha at least 0, got 1.5 and 1.0."),
+    "target-removal-limit-range": settings("target_removal_limit must be in (0, 1] (the largest "
+                                           "share of the graph's edges a training step removes "
+                                           "at once), got 1.5."),
     "batch-fraction-range": settings("batch_fraction must be in (0, 1] (a batch's least share "
                                      "of an epoch's positives) or null, got 1.5."),
     "lr-not-positive": settings("lr must be positive, got 0.0."),
@@ -631,6 +634,8 @@ SETTINGS: dict[str, Callable[[Path], list[str]]] = {
                                                         "--set", "projection_dropout=0.5"],
     "completion-range": lambda _: ["--dataset", "cora", "--set", "ncn_completion=true",
                                    "--set", "ncn_completion_threshold=1.5"],
+    "target-removal-limit-range": lambda _: ["--dataset", "cora", "--set",
+                                             "target_removal_limit=1.5"],
     "batch-fraction-range": lambda _: ["--dataset", "ddi", "--set", "batch_fraction=1.5"],
     "lr-not-positive": lambda _: ["--dataset", "ddi", "--set", "lr=0"],
     "walk-length-negative": lambda _: ["--dataset", "ddi", "--set", "walk_length=-1"],

@@ -1,5 +1,6 @@
 from torch import Tensor, nn
 
+from plnlp_core.choices import TARGET_REMOVAL_LIMIT
 from plnlp_core.nn.edge_level.common_neighbors import dropped_edges
 from plnlp_core.nn.edge_level.target_removal import TargetEdgeRemoval
 from plnlp_core.nn.encoders.encoder import GNNEncoder
@@ -26,7 +27,7 @@ class EdgeLevelModel(TargetEdgeRemoval, PLNLPModel):
     for the pair terms, so that no pair sees the edge it is ranked for: the
     pairs of a step that are edges of the graph are exactly its positive
     edges, as negatives never are. A step whose positives are more than
-    :attr:`MAX_REMOVED` of the graph's edges is scored in groups, each on the
+    ``removal_limit`` of the graph's edges is scored in groups, each on the
     graph without its own positives (:meth:`TargetEdgeRemoval.removal_groups`).
     In evaluation :math:`\tilde{A} = A`,
     the whole input graph. Every distinct pair is still scored once. With
@@ -56,6 +57,9 @@ class EdgeLevelModel(TargetEdgeRemoval, PLNLPModel):
             without the step's positive edges. (default: ``True``)
         edge_dropout (float): The fraction :math:`p` of undirected edges
             dropped at each training step. (default: ``0.0``)
+        removal_limit (float): The largest fraction of the graph's edges
+            one group's graph lacks; ``1.0``: a step is one group.
+            (default: :data:`~plnlp_core.choices.TARGET_REMOVAL_LIMIT`)
 
     Shapes:
         - **input:** node features :math:`(N, F)` or ``None``, sparse CSR
@@ -64,12 +68,14 @@ class EdgeLevelModel(TargetEdgeRemoval, PLNLPModel):
     """
 
     def __init__(self, node_input: NodeInput, encoder: GNNEncoder, predictor: nn.Module,
-                 target_edge_removal: bool = True, edge_dropout: float = 0.0) -> None:
+                 target_edge_removal: bool = True, edge_dropout: float = 0.0,
+                 removal_limit: float = TARGET_REMOVAL_LIMIT) -> None:
         nn.Module.__init__(self)  # not PLNLPModel's: the predictor here is not PREDICTORS'
         self.node_input = node_input
         self.encoder = encoder
         self.target_edge_removal = target_edge_removal
         self.edge_dropout = edge_dropout
+        self.removal_limit = removal_limit
         if target_edge_removal or edge_dropout > 0:
             encoder.stop_caching()
         self.predictor = predictor

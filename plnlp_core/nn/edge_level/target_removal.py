@@ -15,6 +15,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from plnlp_core.choices import TARGET_REMOVAL_LIMIT
 from plnlp_core.nn.edge_level.common_neighbors import AdjacencyLookup
 from plnlp_core.nn.encoders.encoder import GNNEncoder
 from plnlp_core.nn.model import PLNLPModel
@@ -27,9 +28,8 @@ class TargetEdgeRemoval:
     positive edges: the input graph's :class:`AdjacencyLookup`, kept
     between steps, and the groups a step is scored in."""
 
-    MAX_REMOVED = 0.15
-    """The largest fraction of the graph's edges one training graph lacks:
-    about what evaluation's graph lacks (the held-out edges)."""
+    removal_limit: float = TARGET_REMOVAL_LIMIT
+    """The largest fraction of the graph's edges one group's graph lacks."""
 
     _lookup: AdjacencyLookup | None = None
 
@@ -56,7 +56,7 @@ class TargetEdgeRemoval:
 
     def removal_groups(self, lookup: AdjacencyLookup, pairs: Tensor) -> list[Tensor]:
         r"""Rows of ``pairs`` in groups whose positive edges are at most
-        :attr:`MAX_REMOVED` of the graph's edges: one group of all rows
+        :attr:`removal_limit` of the graph's edges: one group of all rows
         unless a step ranks more (full-batch training on a small graph).
         Each group is encoded on its own graph, so that training never
         sees a graph much sparser than evaluation's, which lacks only the
@@ -64,7 +64,7 @@ class TargetEdgeRemoval:
         rows = torch.arange(pairs.size(0), device=pairs.device)
         is_edge = lookup.contains(pairs[:, 0], pairs[:, 1])
         num_edges = lookup.keys.numel() // 2
-        count = -(-int(is_edge.sum()) // max(int(self.MAX_REMOVED * num_edges), 1))
+        count = -(-int(is_edge.sum()) // max(int(self.removal_limit * num_edges), 1))
         if count <= 1:
             return [rows]
         return [torch.cat(parts) for parts in zip(rows[is_edge].tensor_split(count),
@@ -76,10 +76,10 @@ class NodeLevelWithoutTargets(TargetEdgeRemoval, PLNLPModel):
     r"""The node level (:class:`~plnlp_core.nn.model.PLNLPModel`) trained
     with target-edge removal (``node_target_edge_removal``): each training
     step's pairs scored from node vectors encoded on :math:`\tilde{A}`, a
-    step whose positives are more than :attr:`MAX_REMOVED` of the graph's
-    edges in groups. Neighbour-sampled steps and evaluation encode as the
-    node level does. Takes :class:`~plnlp_core.nn.model.PLNLPModel`'s
-    arguments.
+    step whose positives are more than ``removal_limit`` of the graph's
+    edges in groups (:data:`~plnlp_core.choices.TARGET_REMOVAL_LIMIT` unless given).
+    Neighbour-sampled steps and evaluation encode as the node level does.
+    Takes :class:`~plnlp_core.nn.model.PLNLPModel`'s arguments besides.
 
     Shapes:
         - **input:** node features :math:`(N, F)` or ``None``, adjacency
@@ -88,8 +88,10 @@ class NodeLevelWithoutTargets(TargetEdgeRemoval, PLNLPModel):
     """
 
     def __init__(self, node_input: NodeInput, encoder: GNNEncoder, *args: object,
+                 removal_limit: float = TARGET_REMOVAL_LIMIT,
                  **kwargs: object) -> None:
         super().__init__(node_input, encoder, *args, **kwargs)
+        self.removal_limit = removal_limit
         encoder.stop_caching()  # the graph changes at every step
 
     def forward(self, x: Tensor | None, adj: Tensor | SampledSubgraph, pairs: Tensor) -> Tensor:
