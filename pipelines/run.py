@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from components.train.startup import mark_command_start
 from pipelines.planning.arguments import run_request
-from pipelines.planning.request import RunPlan, RunRequest
+from pipelines.planning.request import GraphFlags, RunPlan, RunRequest
 from pipelines.planning.run_plan import plan_run
 from pipelines.runtime.collection_pause import start_without_collections
 from pipelines.runtime.process_exit import skip_final_collection
@@ -95,13 +95,19 @@ def score(plan: RunPlan) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Loaded:
-    """What the seeds of a run share: the graph as the load stage gave it,
-    HeaRT's negatives of its split, the storage roots and where checkpoints go."""
+    """What the seeds of a run share: the graph as the load stage gave it
+    (``datasets``: one split a seed where the split is drawn, else one),
+    HeaRT's negatives of the first split, the storage roots and where
+    checkpoints go."""
 
-    dataset: "DatasetArtifact"
+    datasets: "tuple[DatasetArtifact, ...]"
     heart: "HeartArtifact | None"
     roots: "StorageRoots"
     checkpoints: "Location"
+
+    @property
+    def dataset(self) -> "DatasetArtifact":
+        return self.datasets[0]
 
 
 def load(plan: RunPlan) -> Loaded:
@@ -114,12 +120,13 @@ def load(plan: RunPlan) -> Loaded:
     from components.storage.location import Location
     from components.train.startup import mark
     from pipelines.runtime.job import check_host_memory
-    from pipelines.runtime.load_stage import load_stage
+    from pipelines.runtime.load_stage import load_stages
     from pipelines.runtime.storage_roots import StorageRoots
 
     request = plan.request
     roots = StorageRoots.of(request.work_dir, request.data_root)
-    dataset = load_stage(plan.source, request.graph, roots)
+    datasets = tuple(load_stages(plan.source, seed_graphs(plan), roots))
+    dataset = datasets[0]
     mark("load")
     if plan.model == "plnlp":
         check_host_memory(plan.config, dataset.meta)
@@ -130,7 +137,17 @@ def load(plan: RunPlan) -> Loaded:
     heart = heart_stage(dataset, plan.config, request.workers.cpus_per_worker)
     # a resumed run's checkpoints: the URI its tag holds
     checkpoints = Location(plan.checkpoints) if plan.checkpoints else roots.checkpoints
-    return Loaded(dataset, heart, roots, checkpoints)
+    return Loaded(datasets, heart, roots, checkpoints)
+
+
+def seed_graphs(plan: RunPlan) -> list[GraphFlags]:
+    """The graph of each seed: a new split a seed (split seed
+    ``--split-seed + i``) where the split is drawn, as NCN's code draws
+    Planetoid's, else the one graph."""
+    graph = plan.request.graph
+    if not plan.source.info.draws_its_split:
+        return [graph]
+    return [dataclasses.replace(graph, split_seed=graph.split_seed + i) for i in range(plan.runs)]
 
 
 def score_heuristic(plan: RunPlan, loaded: Loaded) -> dict[str, float]:
@@ -178,13 +195,12 @@ def train_seeds(plan: RunPlan, loaded: Loaded) -> dict[str, float]:
 
 def train_seed(plan: RunPlan, loaded: Loaded, i: int) -> tuple[str, dict[str, float]]:
     """Seed ``seed + i`` in its nested run (a new one, or the one a resumed
-    run left unfinished): its run id and final metrics. A graph whose split
-    is drawn, Planetoid's, is split anew: split seed ``--split-seed + i``."""
+    run left unfinished): its run id and final metrics, on its own split
+    where the split is drawn (:func:`seed_graphs`)."""
     from components.heart import heart_stage
     from components.recording.run_lifecycle import start_run
     from components.recording.run_records import clear_failure, log_config
     from components.train_and_evaluate import train_and_evaluate
-    from pipelines.runtime.load_stage import load_stage
 
     request, seeded = plan.request, plan.config.replace(seed=plan.config.seed + i)
     resumed = plan.children.get(seeded.seed)
@@ -193,9 +209,8 @@ def train_seed(plan: RunPlan, loaded: Loaded, i: int) -> tuple[str, dict[str, fl
         if resumed is None:
             log_config(seeded, plan.params())
         dataset, heart = loaded.dataset, loaded.heart
-        if i and plan.source.info.draws_its_split:  # a new split a run, as NCN's code draws
-            graph = dataclasses.replace(request.graph, split_seed=request.graph.split_seed + i)
-            dataset = load_stage(plan.source, graph, loaded.roots)
+        if i and len(loaded.datasets) > 1:
+            dataset = loaded.datasets[i]
             heart = heart_stage(dataset, plan.config, request.workers.cpus_per_worker)
         final = train_and_evaluate(dataset, seeded, request.workers, loaded.checkpoints,
                                    request.max_failures, heart=heart)
