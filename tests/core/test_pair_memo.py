@@ -63,13 +63,15 @@ def test_lists_from_the_bit_rows_are_those_of_the_csr_walk():
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("with_table", [True, False])
-@pytest.mark.parametrize("seed,num_nodes,num_edges", [(3, 50, 500), (4, 200, 300), (5, 9, 0)])
+@pytest.mark.parametrize("tests", ["bit words", "table", "merge"])
+@pytest.mark.parametrize("seed,num_nodes,num_edges", [(3, 50, 500), (4, 200, 300), (5, 9, 0),
+                                                      (6, 150, 4000)])
 def test_lists_of_the_compiled_loops_are_those_of_the_csr_walk(seed, num_nodes, num_edges,
-                                                               with_table, threads, monkeypatch):
-    """Tested in the dense table or by merging CSR rows, on dense, sparse
-    and edgeless graphs, on one thread or in parallel: the same counts and
-    the same ascending lists."""
+                                                               tests, threads, monkeypatch):
+    """Found in the rows' bit words (the dense graphs' pairs by ANDing
+    words, the sparse graph's by testing bits), in the dense table or by
+    merging CSR rows, on dense, sparse and edgeless graphs, on one thread or
+    in parallel: the same counts and the same ascending lists."""
     monkeypatch.setattr(intersection, "PARALLEL_PAIRS", 0)
     monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
     edges = random_graph(num_nodes, num_edges, seed) if num_edges else torch.zeros(
@@ -79,8 +81,9 @@ def test_lists_of_the_compiled_loops_are_those_of_the_csr_walk(seed, num_nodes, 
     pairs = torch.randint(num_nodes, (300, 2), generator=torch.Generator().manual_seed(seed))
     if num_edges:
         pairs = torch.cat([pairs, edges[:100]])
-    compiled = CommonNeighborLists.from_csr(lookup.crow, lookup.col, lookup.degree, pairs,
-                                            lookup.table if with_table else None)
+    compiled = CommonNeighborLists.from_csr(
+        lookup.crow, lookup.col, lookup.degree, pairs, lookup.table if tests == "table" else None,
+        lookup.bit_words() if tests == "bit words" else None)
     walked = CommonNeighborLists.from_index(*common_neighbor_index(lookup, pairs), pairs.size(0))
     assert torch.equal(compiled.count, walked.count)
     assert torch.equal(compiled.nodes, walked.nodes) and compiled.nodes.dtype == torch.int32

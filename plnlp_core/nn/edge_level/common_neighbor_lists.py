@@ -46,20 +46,24 @@ class CommonNeighborLists:
 
     @classmethod
     def from_csr(cls, crow: Tensor, col: Tensor, degree: Tensor, pairs: Tensor,
-                 table: Tensor | None = None) -> "CommonNeighborLists":
+                 table: Tensor | None = None,
+                 words: np.ndarray | None = None) -> "CommonNeighborLists":
         r"""From a CPU graph's sorted CSR rows and its degrees, by
-        :mod:`~plnlp_core.nn.edge_level.intersection`'s loops: each
-        candidate :math:`k \in N(a)` tested in ``table`` (the graph's dense
-        ``[N * N]`` bool table) where given, else the two rows merged."""
+        :mod:`~plnlp_core.nn.edge_level.intersection`'s loops: from the
+        rows' bit ``words`` (:func:`~plnlp_core.nn.edge_level.intersection.bit_words`)
+        where given, else each candidate :math:`k \in N(a)` tested in
+        ``table`` (the graph's dense ``[N * N]`` bool table) where given,
+        else the two rows merged."""
         crow_, col_, degree = crow.numpy(), col.numpy(), degree.numpy()
         u, v = pairs[:, 0].numpy(), pairs[:, 1].numpy()
         tests = np.zeros(0, np.bool_) if table is None else table.numpy()
         threads = torch.get_num_threads()
-        count = intersection.common_counts(crow_, col_, degree, u, v, tests, threads)
+        count = intersection.common_counts(crow_, col_, degree, u, v, tests, threads, words)
         bounds = np.zeros(count.size + 1, np.int64)
         np.cumsum(count, out=bounds[1:])
         nodes = np.empty(int(bounds[-1]), np.int32 if bounds[-1] < 2**31 else np.int64)
-        intersection.common_fill(crow_, col_, degree, u, v, tests, bounds, nodes, threads)
+        intersection.common_fill(crow_, col_, degree, u, v, tests, bounds, nodes, threads,
+                                 words)
         return cls(torch.from_numpy(nodes), torch.from_numpy(count))
 
     @classmethod

@@ -7,8 +7,12 @@ r"""Common-neighbour lists and the sums over them on CPUs, compiled by Numba,
     = \sum_{t : k \in N(i_t) \cap N(j_t)}
     \frac{\partial \mathcal{L}}{\partial \mathbf{c}_t},
 
-with :math:`a` the pair's endpoint of lower degree. A membership test is
-one byte of the graph's dense table where the caller passes it, else the
+with :math:`a` the pair's endpoint of lower degree. Where the caller passes
+the graph's rows as bit words (:func:`bit_words`, 64 nodes a word), a pair
+whose :math:`a` has more neighbours than a row has words ANDs the two rows
+word by word (a popcount to count, the set bits to list them), and any other
+pair tests each :math:`k \in N(a)` as one bit of row :math:`b`; else a test
+is one byte of the graph's dense table where the caller passes it, else the
 two sorted CSR rows are merged. Lists are made in two passes over the pairs
 (count, then fill at each pair's offset); the sums' backward pass runs per
 block of channels, one block a thread: each channel's gradient is added in
@@ -18,10 +22,10 @@ with several threads and at least :data:`PARALLEL_PAIRS` pairs, one range a
 thread runs in Numba's pool (a launch costs about 0.1 ms, more than a small
 graph's whole step). Indices are unsigned, so that no test for a negative
 one stands in the inner loops (a third off the backward). On ogbl-ddi
-(131,072 pairs, 32.7 M common neighbours, 64 channels, one thread of an
-AMD EPYC) the lists take 0.19 s, the sums (``embedding_bag``) 0.16 s and
-their backward 0.24 s, where the dense bit-row product with its backward
-took 5.1 s and PyTorch's sparse product 11 s.
+(131,072 pairs, 32.7 M common neighbours, 64 channels, one thread of an AMD
+EPYC) the lists take 0.19 s, the sums (``embedding_bag``) 0.16 s and their
+backward 0.24 s, where the dense bit-row product with its backward took 5.1
+s and PyTorch's sparse product 11 s.
 """
 import os
 
@@ -104,6 +108,73 @@ def _merge(crow: np.ndarray, col: np.ndarray, a: int, b: int, out: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
+def _popcount(x: np.uint64) -> np.uint64:
+    """The set bits of ``x`` (the SWAR sum, which LLVM makes one instruction)."""
+    x = x - ((x >> uint64(1)) & uint64(0x5555555555555555))
+    x = (x & uint64(0x3333333333333333)) + ((x >> uint64(2)) & uint64(0x3333333333333333))
+    x = (x + (x >> uint64(4))) & uint64(0x0F0F0F0F0F0F0F0F)
+    return (x * uint64(0x0101010101010101)) >> uint64(56)
+
+
+@njit(cache=True, nogil=True)
+def _fill_words(words: np.ndarray, crow: np.ndarray, col: np.ndarray, n: int) -> None:
+    r"""Sets bit :math:`k \bmod 64` of word :math:`\lfloor k / 64 \rfloor`
+    of row :math:`a` for every entry :math:`(a, k)`."""
+    for a in range(n):
+        row = words[a]
+        for p in range(uint64(crow[a]), uint64(crow[a + 1])):
+            k = uint64(col[p])
+            row[k >> uint64(6)] |= uint64(1) << (k & uint64(63))
+
+
+@njit(cache=True, nogil=True)
+def _words_count(words: np.ndarray, crow: np.ndarray, col: np.ndarray, degree: np.ndarray,
+                 u: np.ndarray, v: np.ndarray, counts: np.ndarray, start: int,
+                 stop: int) -> None:
+    """``counts[t]`` of the pairs ``start <= t < stop`` from the bit words."""
+    width = words.shape[1]
+    for t in range(start, stop):
+        a, b = _ordered(u[t], v[t], degree)
+        row_a, row_b = words[a], words[b]
+        found = uint64(0)
+        if degree[a] > width:
+            for w in range(width):
+                found += _popcount(row_a[w] & row_b[w])
+        else:
+            for p in range(uint64(crow[a]), uint64(crow[a + 1])):
+                k = uint64(col[p])
+                found += (row_b[k >> uint64(6)] >> (k & uint64(63))) & uint64(1)
+        counts[t] = found
+
+
+@njit(cache=True, nogil=True)
+def _words_fill(words: np.ndarray, crow: np.ndarray, col: np.ndarray, degree: np.ndarray,
+                u: np.ndarray, v: np.ndarray, offsets: np.ndarray, nodes: np.ndarray,
+                start: int, stop: int) -> None:
+    """The lists of the pairs ``start <= t < stop`` from the bit words,
+    ascending: a word's set bits from the lowest."""
+    width = words.shape[1]
+    for t in range(start, stop):
+        a, b = _ordered(u[t], v[t], degree)
+        row_a, row_b = words[a], words[b]
+        w, end = uint64(offsets[t]), uint64(offsets[t + 1])
+        if degree[a] > width:
+            for i in range(width):
+                both = row_a[i] & row_b[i]
+                while both:
+                    low = both & (~both + uint64(1))
+                    nodes[w] = uint64(i) * uint64(64) + _popcount(low - uint64(1))
+                    w += uint64(1)
+                    both ^= low
+        else:
+            for p in range(uint64(crow[a]), uint64(crow[a + 1])):
+                k = uint64(col[p])
+                if w < end:
+                    nodes[w] = k
+                w += (row_b[k >> uint64(6)] >> (k & uint64(63))) & uint64(1)
+
+
+@njit(cache=True, nogil=True)
 def _scatter(nodes: np.ndarray, offsets: np.ndarray, grad: np.ndarray, out: np.ndarray,
              first: int, size: int) -> None:
     """``out[k, c] += grad[t, c]`` for the channels ``first <= c < first +
@@ -144,12 +215,47 @@ def _scatter_parts(nodes: np.ndarray, offsets: np.ndarray, grad: np.ndarray, out
         _scatter(nodes, offsets, grad, out, first, (part + 1) * channels // parts - first)
 
 
+@njit(parallel=True, cache=True, nogil=True)
+def _words_count_parts(words: np.ndarray, crow: np.ndarray, col: np.ndarray,
+                       degree: np.ndarray, u: np.ndarray, v: np.ndarray, counts: np.ndarray,
+                       parts: int) -> None:
+    for part in prange(parts):
+        _words_count(words, crow, col, degree, u, v, counts, part * u.size // parts,
+                     (part + 1) * u.size // parts)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _words_fill_parts(words: np.ndarray, crow: np.ndarray, col: np.ndarray,
+                      degree: np.ndarray, u: np.ndarray, v: np.ndarray, offsets: np.ndarray,
+                      nodes: np.ndarray, parts: int) -> None:
+    for part in prange(parts):
+        _words_fill(words, crow, col, degree, u, v, offsets, nodes, part * u.size // parts,
+                    (part + 1) * u.size // parts)
+
+
+def bit_words(crow: np.ndarray, col: np.ndarray) -> np.ndarray:
+    r"""The graph's rows as bits, ``[N, ceil(N / 64)]`` uint64: node
+    :math:`k` of row :math:`a` is bit :math:`k \bmod 64` of word
+    :math:`\lfloor k / 64 \rfloor`."""
+    n = crow.size - 1
+    words = np.zeros((n, -(-n // 64)), np.uint64)
+    _fill_words(words, crow, col, n)
+    return words
+
+
 def common_counts(crow: np.ndarray, col: np.ndarray, degree: np.ndarray, u: np.ndarray,
-                  v: np.ndarray, table: np.ndarray, threads: int) -> np.ndarray:
-    """:math:`|N(u_t) \\cap N(v_t)|` of every pair, int64; ``table`` is the
-    dense ``[N * N]`` bool table of the edges, or empty to merge CSR rows."""
+                  v: np.ndarray, table: np.ndarray, threads: int,
+                  words: np.ndarray | None = None) -> np.ndarray:
+    """:math:`|N(u_t) \\cap N(v_t)|` of every pair, int64, from the graph's
+    :func:`bit_words` where given, else from ``table``, the dense ``[N * N]``
+    bool table of the edges, or empty to merge CSR rows."""
     counts = np.zeros(u.size, np.int64)
-    if threads > 1 and u.size >= PARALLEL_PAIRS:
+    parallel = threads > 1 and u.size >= PARALLEL_PAIRS
+    if words is not None and parallel:
+        _words_count_parts(words, crow, col, degree, u, v, counts, _use_threads(threads))
+    elif words is not None:
+        _words_count(words, crow, col, degree, u, v, counts, 0, u.size)
+    elif parallel:
         _count_parts(crow, col, degree, u, v, table, counts, _use_threads(threads))
     else:
         _count(crow, col, degree, u, v, table, counts, 0, u.size)
@@ -158,10 +264,16 @@ def common_counts(crow: np.ndarray, col: np.ndarray, degree: np.ndarray, u: np.n
 
 def common_fill(crow: np.ndarray, col: np.ndarray, degree: np.ndarray, u: np.ndarray,
                 v: np.ndarray, table: np.ndarray, offsets: np.ndarray, nodes: np.ndarray,
-                threads: int) -> None:
+                threads: int, words: np.ndarray | None = None) -> None:
     """Writes pair ``t``'s common neighbours, ascending, at
-    ``nodes[offsets[t]:offsets[t + 1]]``."""
-    if threads > 1 and u.size >= PARALLEL_PAIRS:
+    ``nodes[offsets[t]:offsets[t + 1]]`` (found as :func:`common_counts`
+    finds them)."""
+    parallel = threads > 1 and u.size >= PARALLEL_PAIRS
+    if words is not None and parallel:
+        _words_fill_parts(words, crow, col, degree, u, v, offsets, nodes, _use_threads(threads))
+    elif words is not None:
+        _words_fill(words, crow, col, degree, u, v, offsets, nodes, 0, u.size)
+    elif parallel:
         _fill_parts(crow, col, degree, u, v, table, offsets, nodes, _use_threads(threads))
     else:
         _fill(crow, col, degree, u, v, table, offsets, nodes, 0, u.size)
