@@ -9,6 +9,7 @@ Each is made once per process, by the product itself, and copied (never
 linked: a test may damage its copy)."""
 import atexit
 import functools
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -28,7 +29,14 @@ def _empty_tracking_database() -> Path:
     from mlflow import MlflowClient
 
     path = _folder_of_this_process("plnlp-tracking-") / "mlflow.db"
-    MlflowClient(f"sqlite:///{path}").search_experiments()  # MLflow's migrations make the tables
+    working = Path.cwd()
+    # from the store's folder: the default experiment's artifacts (``./mlruns``, resolved as
+    # the migrations make it) land beside the store, not in the checkout the suite runs from
+    os.chdir(path.parent)
+    try:
+        MlflowClient(f"sqlite:///{path}").search_experiments()  # the migrations make the tables
+    finally:
+        os.chdir(working)
     return path
 
 
