@@ -367,7 +367,7 @@ def cpu_common_neighbor_lists(lookup: AdjacencyLookup, pairs: Tensor) -> CommonN
     edge_set, table, words = lookup.edge_set, None, None
     if edge_set.dense:
         tests = int(torch.minimum(lookup.degree[pairs[:, 0]], lookup.degree[pairs[:, 1]]).sum())
-        if tests >= lookup.num_nodes * -(-lookup.num_nodes // 64):
+        if tests >= lookup.num_nodes * intersection.words_a_row(lookup.num_nodes):
             words = lookup.bit_words()
         elif edge_set.table_made or tests >= TABLE_TESTS * lookup.num_nodes**2:
             table = edge_set.table

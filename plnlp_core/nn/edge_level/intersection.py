@@ -29,6 +29,7 @@ where the dense bit-row product with its backward took 5.1 s and PyTorch's
 sparse product 11 s.
 """
 import os
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -239,9 +240,14 @@ def bit_words(crow: np.ndarray, col: np.ndarray) -> np.ndarray:
     :math:`k` of row :math:`a` is bit :math:`k \bmod 64` of word
     :math:`\lfloor k / 64 \rfloor`."""
     n = crow.size - 1
-    words = np.zeros((n, -(-n // 64)), np.uint64)
+    words = np.zeros((n, words_a_row(n)), np.uint64)
     _fill_words(words, crow, col, n)
     return words
+
+
+def words_a_row(num_nodes: int) -> int:
+    """The 64-bit words of a row of :func:`bit_words`, :math:`\\lceil N / 64 \\rceil`."""
+    return -(-num_nodes // 64)
 
 
 def common_counts(crow: np.ndarray, col: np.ndarray, degree: np.ndarray, u: np.ndarray,
@@ -251,15 +257,12 @@ def common_counts(crow: np.ndarray, col: np.ndarray, degree: np.ndarray, u: np.n
     :func:`bit_words` where given, else from ``table``, the dense ``[N * N]``
     bool table of the edges, or empty to merge CSR rows."""
     counts = np.zeros(u.size, np.int64)
-    parallel = threads > 1 and u.size >= PARALLEL_PAIRS
-    if words is not None and parallel:
-        _words_count_parts(words, crow, col, degree, u, v, counts, _use_threads(threads))
-    elif words is not None:
-        _words_count(words, crow, col, degree, u, v, counts, 0, u.size)
-    elif parallel:
-        _count_parts(crow, col, degree, u, v, table, counts, _use_threads(threads))
+    if words is None:
+        _over_pairs(_count, _count_parts, (crow, col, degree, u, v, table, counts), u.size,
+                    threads)
     else:
-        _count(crow, col, degree, u, v, table, counts, 0, u.size)
+        _over_pairs(_words_count, _words_count_parts, (words, crow, col, degree, u, v, counts),
+                    u.size, threads)
     return counts
 
 
@@ -269,15 +272,23 @@ def common_fill(crow: np.ndarray, col: np.ndarray, degree: np.ndarray, u: np.nda
     """Writes pair ``t``'s common neighbours, ascending, at
     ``nodes[offsets[t]:offsets[t + 1]]`` (found as :func:`common_counts`
     finds them)."""
-    parallel = threads > 1 and u.size >= PARALLEL_PAIRS
-    if words is not None and parallel:
-        _words_fill_parts(words, crow, col, degree, u, v, offsets, nodes, _use_threads(threads))
-    elif words is not None:
-        _words_fill(words, crow, col, degree, u, v, offsets, nodes, 0, u.size)
-    elif parallel:
-        _fill_parts(crow, col, degree, u, v, table, offsets, nodes, _use_threads(threads))
+    if words is None:
+        _over_pairs(_fill, _fill_parts, (crow, col, degree, u, v, table, offsets, nodes),
+                    u.size, threads)
     else:
-        _fill(crow, col, degree, u, v, table, offsets, nodes, 0, u.size)
+        _over_pairs(_words_fill, _words_fill_parts,
+                    (words, crow, col, degree, u, v, offsets, nodes), u.size, threads)
+
+
+def _over_pairs(serial: Callable[..., None], parts: Callable[..., None],
+                args: tuple[np.ndarray, ...], pairs: int, threads: int) -> None:
+    """``serial(*args, 0, pairs)``, or ``parts(*args, threads)`` (one range
+    of pairs a thread in Numba's pool) from :data:`PARALLEL_PAIRS` pairs on
+    several threads."""
+    if threads > 1 and pairs >= PARALLEL_PAIRS:
+        parts(*args, _use_threads(threads))
+    else:
+        serial(*args, 0, pairs)
 
 
 def scatter_sums(nodes: np.ndarray, offsets: np.ndarray, grad: np.ndarray, out: np.ndarray,
