@@ -53,29 +53,36 @@ def build_model(config: PLNLPConfig, info: DatasetInfo, num_nodes: int) -> PLNLP
         config.encoder_residual, config.encoder_layer_norm, config.encoder_edge_dropout,
         config.encoder_initial_residual, layer_options(config), config.encoder_relu,
     )
-    level_arguments = {
-        "node": lambda: {
-            "predictor": own_predictor(config, encoder.out_channels)
-            if is_import_path(config.predictor) else config.predictor,
-            "predictor_hidden": config.predictor_hidden,
-            "predictor_layers": config.predictor_layers,
-            "predictor_dropout": config.predictor_dropout,
-            "predictor_residual": config.predictor_residual,
-        },
-        "edge": lambda: {
-            "predictor": build_edge_predictor(config, encoder.out_channels),
-            "target_edge_removal": config.target_edge_removal,
-            "edge_dropout": config.edge_dropout,
-            "removal_limit": config.target_removal_limit,
-        },
-    }
     if sampled:
         encoder.stop_caching()  # every step's graph is another sample
-    level = ENCODER_LEVELS.get(config.encoder_level)
-    arguments = level_arguments[config.encoder_level]()
-    if level is PLNLPModel and config.node_target_edge_removal:
-        level, arguments["removal_limit"] = NodeLevelWithoutTargets, config.target_removal_limit
+    level, arguments = model_level(config, encoder)
     return level(node_input, encoder, **arguments)
+
+
+def model_level(config: PLNLPConfig, encoder: GNNEncoder
+                ) -> tuple[type[PLNLPModel], dict[str, object]]:
+    """The model class of ``config.encoder_level`` and its arguments past
+    the node input and the encoder: the node level trained without each
+    step's positives (``node_target_edge_removal``) is
+    :class:`NodeLevelWithoutTargets`, which removes them as the edge level
+    does, within ``target_removal_limit``."""
+    removal = {"removal_limit": config.target_removal_limit}
+    if config.encoder_level == "edge":
+        return ENCODER_LEVELS.get("edge"), {
+            "predictor": build_edge_predictor(config, encoder.out_channels),
+            "target_edge_removal": config.target_edge_removal,
+            "edge_dropout": config.edge_dropout, **removal}
+    arguments = {
+        "predictor": own_predictor(config, encoder.out_channels)
+        if is_import_path(config.predictor) else config.predictor,
+        "predictor_hidden": config.predictor_hidden,
+        "predictor_layers": config.predictor_layers,
+        "predictor_dropout": config.predictor_dropout,
+        "predictor_residual": config.predictor_residual,
+    }
+    if config.node_target_edge_removal:
+        return NodeLevelWithoutTargets, {**arguments, **removal}
+    return ENCODER_LEVELS.get(config.encoder_level), arguments
 
 
 def encoder_layer(config: PLNLPConfig) -> str | type[nn.Module]:
