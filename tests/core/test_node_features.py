@@ -31,6 +31,17 @@ def test_the_wide_and_the_long_form_give_the_same_matrix(tmp_path, name, text):
     assert torch.equal(table.dense(), EXPECTED)
 
 
+def test_a_long_row_of_value_zero_names_its_feature_and_sets_no_entry(tmp_path):
+    """As the wide form keeps no entry for its zeros: a sparse table of
+    explicit zeros would count them as set, and the density that decides
+    sparse or dense with them."""
+    path = write(tmp_path, "long.csv", "id,feature,value\n10,0,1\n10,3,2.5\n11,2,0\n12,1,1\n"
+                                       "12,2,1\n13,3,1\n13,4,0\n")
+    table = read_node_features(path, IDS)
+    assert table.num_features == 5 and len(table.values) == 5 and (table.values != 0).all()
+    assert torch.equal(table.dense()[:, :4], EXPECTED) and not table.dense()[:, 4].any()
+
+
 def test_the_list_forms_mark_each_nodes_active_features(tmp_path):
     csv = write(tmp_path, "lists.csv", 'id,features\n10,0 3\n11,\n12,"[1, 2]"\n13,3;\n')
     parquet = tmp_path / "lists.parquet"
