@@ -1,8 +1,9 @@
 """Every use of a part of Ray that is not its public API by the command
 lines, in one place, each with what it buys; :func:`missing_parts` names
 those an installed release lacks (``tests/pipelines/test_ray_internals.py``
-fails with them). Ray is pinned to the release these were read from
-(``constraints/ci.txt``); a part that moved fails that test, not a run.
+fails with them). pyproject.toml's range holds the releases that have them
+all (2.59 and 2.60; CI pins one, ``constraints/ci.txt``); a part that moved
+fails that test, not a run.
 
 * ``ray._private.services.ConsolePopen``, swapped while a local Ray starts
   (:func:`own_session_processes`): Ray's processes in a session of their
