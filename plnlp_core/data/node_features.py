@@ -175,8 +175,9 @@ def _long(table: pa.Table, path: Path, ids: pa.Array) -> FeatureTable:
         shown = column if names is None else names[column]
         raise PLNLPError(f"the node feature file {path} has several rows for node {ids[node]} "
                          f"and feature {shown}; keep one row per node and feature.")
-    set_ = values != 0  # a row of value 0 names a feature, as the wide form's zeros do
-    return FeatureTable(rows[set_], columns[set_], values[set_], num_features, len(ids), extra)
+    nonzero = values != 0  # a row of value 0 names a feature, as the wide form's zeros do
+    return FeatureTable(rows[nonzero], columns[nonzero], values[nonzero], num_features, len(ids),
+                        extra)
 
 
 def _value_column(table: pa.Table, path: Path) -> np.ndarray:
