@@ -1904,7 +1904,11 @@ def test_sigterm_to_a_sweep_s_whole_process_group_kills_its_runs_within_seconds(
         ddi_root, tmp_path):
     """The same group signal for ``pipelines/tune.py``: Ray Tune saves its
     state and stops the trials, the sweep's run and its trials end KILLED,
-    exit 143 within 10 s, one line that says how to go on."""
+    exit 143 within seconds, one line that says how to go on. The bound is
+    30 s, not the one-run tests' 10: a sweep's stop is Tune's save and its
+    trials' ends, then the summary and Ray's shutdown, which on CI's 2 busy
+    cores once took 13.0 s; a sweep that ran its 200-epoch trials to their
+    end instead would take over a minute."""
     database = tmp_path / "mlflow.db"
     env = pipeline_env(tmp_path, MLFLOW_TRACKING_URI=empty_tracking_store(database))
     cached_load(tmp_path / "cache", "ddi", ddi_root)
@@ -1922,7 +1926,7 @@ def test_sigterm_to_a_sweep_s_whole_process_group_kills_its_runs_within_seconds(
     err = [line for line in lines if line.startswith(("interrupted:", "error:"))]
     assert code == 143 and len(err) == 1, lines[-20:]
     assert ENTRIES["interrupted-sweep"].expected in err[0] and "go on with --resume" in err[0]
-    assert took <= 10, f"the group's SIGTERM took {took:.1f} s to end the command"
+    assert took <= 30, f"the group's SIGTERM took {took:.1f} s to end the command"
     client = MlflowClient(f"sqlite:///{database}")
     runs = client.search_runs([client.get_experiment_by_name("plnlp-ddi-tune").experiment_id])
     assert runs and {r.info.status for r in runs} == {"KILLED"}, \
